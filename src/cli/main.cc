@@ -1,0 +1,48 @@
+// edgedecode: one binary, many subcommands. This file is only the dispatch table.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "cli/commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*main)(int, char**);
+  const char* summary;
+};
+
+// Registered subcommands. A module adds its line here when its entry point exists.
+const Command kCommands[] = {
+    // COMMANDS-TABLE (keep this marker: helpers add lines below it)
+};
+
+void PrintHelp(FILE* out) {
+  std::fprintf(out,
+               "edgedecode %s: get AI models onto edge devices and make them fast there.\n\n"
+               "usage: edgedecode <command> [options]   (edgedecode <command> --help for details)\n\n"
+               "commands:\n",
+               EDGEDECODE_VERSION);
+  for (const Command& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
+    PrintHelp(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::printf("edgedecode %s\n", EDGEDECODE_VERSION);
+    return 0;
+  }
+  for (const Command& c : kCommands) {
+    if (std::string(argv[1]) == c.name) return c.main(argc - 1, argv + 1);
+  }
+  std::fprintf(stderr, "edgedecode: unknown command '%s'\n\n", argv[1]);
+  PrintHelp(stderr);
+  return 2;
+}
