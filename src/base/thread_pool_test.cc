@@ -1,0 +1,37 @@
+#include "base/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+namespace edgedecode {
+namespace {
+
+TEST(ThreadPool, CoversEveryIndexOnceForAnySize) {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {1, 2, 7, 64, 1000, 4097}) {
+      for (int64_t grain : {1, 4, 32}) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        pool.ParallelFor(n, grain, [&](int64_t b, int64_t e, int) {
+          EXPECT_EQ(b % grain, 0);
+          for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+        });
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << threads << " " << n;
+      }
+    }
+  }
+}
+
+TEST(ThreadPool, ManyBackToBackJobs) {
+  ThreadPool pool(2);
+  std::atomic<int64_t> sum{0};
+  for (int j = 0; j < 20000; ++j) {
+    pool.ParallelFor(10, 1, [&](int64_t b, int64_t e, int) { sum += e - b; });
+  }
+  EXPECT_EQ(sum.load(), 200000);
+}
+
+}  // namespace
+}  // namespace edgedecode
