@@ -1,0 +1,33 @@
+// Internals shared by the kernel files of src/kernels (not for other modules).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/kernels.h"
+
+namespace edgedecode::kernels::detail {
+
+// A kernel: rows [r0, r1) of W (row stride row_bytes) against every column of x.
+using MatMulFn = void (*)(const uint8_t* W, size_t row_bytes, int64_t k, int64_t r0, int64_t r1,
+                          const Activations& x, float* Y, int64_t ldy);
+
+// True for the weight types whose optimized kernels take 8-bit quantized activations.
+inline bool UsesQ8(GgmlType t) {
+  return t != GgmlType::kF32 && t != GgmlType::kF16 && t != GgmlType::kBF16;
+}
+
+// One column of k floats (k % 32 == 0) to q8 blocks of 32: qs [k], d [k/32], ds [k/32], bs [k/16].
+void QuantizeQ8(const float* x, int64_t k, int8_t* qs, float* d, float* ds, int16_t* bs);
+
+// The scalar reference matmul (quant::RefDotRow per output).
+void RefMatMul(GgmlType wt, const uint8_t* W, size_t row_bytes, int64_t k, int64_t r0, int64_t r1,
+               const Activations& x, float* Y, int64_t ldy);
+
+// Per ISA: the kernel for a weight type, or nullptr when that type falls back to ref. Defined only in
+// the files compiled for that ISA; callers check IsaAvailable first.
+namespace avx2 { MatMulFn Kernel(GgmlType wt); }
+namespace avx512 { MatMulFn Kernel(GgmlType wt); }
+namespace neon { MatMulFn Kernel(GgmlType wt); }
+
+}  // namespace edgedecode::kernels::detail

@@ -1,0 +1,128 @@
+// ISA selection, activation preparation and the MatMul dispatcher.
+#include "kernels/kernels.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "kernels/internal.h"
+
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
+
+namespace edgedecode::kernels {
+namespace {
+
+detail::MatMulFn KernelFor(Isa isa, GgmlType wt) {
+  switch (isa) {
+#if defined(__x86_64__)
+    case Isa::kAvx2: return detail::avx2::Kernel(wt);
+    case Isa::kAvx512: return detail::avx512::Kernel(wt);
+#endif
+#if defined(__aarch64__)
+    case Isa::kNeon: return detail::neon::Kernel(wt);
+#endif
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+const char* IsaName(Isa isa) {
+  switch (isa) {
+    case Isa::kRef: return "ref";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+    case Isa::kNeon: return "neon";
+  }
+  return "?";
+}
+
+bool IsaAvailable(Isa isa) {
+  switch (isa) {
+    case Isa::kRef: return true;
+#if defined(__x86_64__)
+    // __builtin_cpu_supports also checks that the OS saves the YMM/ZMM state (XCR0).
+    case Isa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+             __builtin_cpu_supports("f16c");
+    case Isa::kAvx512:
+      return IsaAvailable(Isa::kAvx2) && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512vnni");
+#endif
+#if defined(__aarch64__)
+    case Isa::kNeon: return true;  // Advanced SIMD is mandatory on AArch64
+#endif
+    default: return false;
+  }
+}
+
+Result<Isa> ResolveIsa(std::string_view name) {
+  if (name == "auto") {
+    for (Isa isa : {Isa::kAvx512, Isa::kAvx2, Isa::kNeon})
+      if (IsaAvailable(isa)) return isa;
+    return Isa::kRef;
+  }
+  for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    if (name == IsaName(isa)) {
+      if (!IsaAvailable(isa))
+        return InvalidArgument(std::string("--kernels ") + std::string(name) +
+                               ": this CPU (or this build) lacks that instruction set");
+      return isa;
+    }
+  }
+  return InvalidArgument("--kernels '" + std::string(name) +
+                         "': expected one of ref, auto, avx2, avx512, neon");
+}
+
+void Activations::Prepare(Isa isa, GgmlType weight_type, const float* X, int64_t m, int64_t k) {
+  isa_ = isa;
+  wt_ = weight_type;
+  m_ = m;
+  k_ = k;
+  quantized_ = detail::UsesQ8(weight_type) && KernelFor(isa, weight_type) != nullptr;
+  if (!quantized_) {
+    xf_.resize(static_cast<size_t>(m * k));  // keeps capacity: no allocation once warm
+    std::copy(X, X + m * k, xf_.begin());
+    return;
+  }
+  assert(k % 32 == 0);
+  qs_.resize(static_cast<size_t>(m * k));
+  d_.resize(static_cast<size_t>(m * (k / 32)));
+  ds_.resize(static_cast<size_t>(m * (k / 32)));
+  bs_.resize(static_cast<size_t>(m * (k / 16)));
+  for (int64_t j = 0; j < m; ++j)
+    detail::QuantizeQ8(X + j * k, k, qs_.data() + j * k, d_.data() + j * (k / 32),
+                       ds_.data() + j * (k / 32), bs_.data() + j * (k / 16));
+}
+
+void MatMul(Isa isa, GgmlType wt, const void* W, int64_t k, int64_t r0, int64_t r1,
+            const Activations& x, float* Y, int64_t ldy) {
+  assert(x.isa() == isa && x.weight_type() == wt && x.k() == k);
+  if (r1 <= r0 || x.m() == 0) return;
+  const size_t row_bytes = RowBytes(wt, k);
+  const auto* w = static_cast<const uint8_t*>(W);
+  detail::MatMulFn fn = KernelFor(isa, wt);
+  if (fn == nullptr || (detail::UsesQ8(wt) && !x.quantized())) {
+    detail::RefMatMul(wt, w, row_bytes, k, r0, r1, x, Y, ldy);
+    return;
+  }
+  fn(w, row_bytes, k, r0, r1, x, Y, ldy);
+}
+
+std::string KernelName(Isa isa, GgmlType wt) {
+  const std::string t = TypeName(static_cast<uint32_t>(wt));
+  if (isa == Isa::kRef) return "ref " + t + " (dequantize, f64 accumulate)";
+  if (KernelFor(isa, wt) == nullptr)
+    return "ref " + t + " (no " + IsaName(isa) + " kernel for this type)";
+  const std::string act = detail::UsesQ8(wt) ? " x q8_0" : " x f32";
+  switch (isa) {
+    case Isa::kAvx2: return "avx2 " + t + act;
+    case Isa::kAvx512: return (detail::UsesQ8(wt) ? "avx512-vnni " : "avx512 ") + t + act;
+    case Isa::kNeon: return "neon-dotprod " + t + act;
+    default: return t;
+  }
+}
+
+}  // namespace edgedecode::kernels

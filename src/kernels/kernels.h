@@ -1,0 +1,73 @@
+// Matrix-vector / small-matrix kernels for decode and verify: Y = W * X^T with W stored in a GGUF type
+// (llama.cpp block layouts, unchanged) and X in float. One scalar reference path (always there) and SIMD
+// paths per ISA chosen at run time (cpuid on x86, HWCAP on Arm); the binary runs on any x86-64 / aarch64.
+//
+// Usage per matmul:   x.Prepare(isa, wt, X, m, k);   then, from each thread, on disjoint row ranges:
+//                     MatMul(isa, wt, W, k, r0, r1, x, Y, ldy);
+// Thread-safety: Activations is written by Prepare (one thread) and then read-only; MatMul only reads W and
+// x and writes rows [r0, r1) of each column of Y, so threads with disjoint row ranges never conflict.
+// Determinism: each output element is computed by the same instruction sequence whatever the row split,
+// so results are bit-identical for any thread count.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "edgedecode/ggml_types.h"
+#include "edgedecode/status.h"
+
+namespace edgedecode::kernels {
+
+enum class Isa { kRef, kAvx2, kAvx512, kNeon };
+const char* IsaName(Isa isa);                       // "ref", "avx2", "avx512", "neon"
+// "auto" = best this CPU supports (cpuid / HWCAP); a named ISA the CPU lacks = InvalidArgument error.
+Result<Isa> ResolveIsa(std::string_view name);
+bool IsaAvailable(Isa isa);
+
+// Activations prepared once per matmul (quantized to 8-bit blocks for the integer paths, or kept as
+// float for ref/f32/f16/bf16 weights), shared read-only by the threads that split the rows.
+// Integer paths use blocks of 32: qs int8 [m][k], d = amax/127 float [m][k/32], ds = d*sum(qs) float
+// [m][k/32], bsum16 = sum of each 16 qs int16 [m][k/16] (for the k-quants with 16-element sub-blocks).
+// Buffers grow to the largest m*k seen and are reused: no allocation per call once warm.
+class Activations {
+ public:
+  // X: m rows of k floats, row-major (m = tokens, k = input features).
+  void Prepare(Isa isa, GgmlType weight_type, const float* X, int64_t m, int64_t k);
+
+  Isa isa() const { return isa_; }
+  GgmlType weight_type() const { return wt_; }
+  int64_t m() const { return m_; }
+  int64_t k() const { return k_; }
+  bool quantized() const { return quantized_; }
+  // Float path: column j, k floats.
+  const float* xf(int64_t j) const { return xf_.data() + j * k_; }
+  // Quantized path: column j.
+  const int8_t* qs(int64_t j) const { return qs_.data() + j * k_; }
+  const float* d(int64_t j) const { return d_.data() + j * (k_ / 32); }
+  const float* ds(int64_t j) const { return ds_.data() + j * (k_ / 32); }
+  const int16_t* bsum16(int64_t j) const { return bs_.data() + j * (k_ / 16); }
+
+ private:
+  Isa isa_ = Isa::kRef;
+  GgmlType wt_ = GgmlType::kF32;
+  int64_t m_ = 0, k_ = 0;
+  bool quantized_ = false;
+  std::vector<float> xf_;    // [m][k]
+  std::vector<int8_t> qs_;   // [m][k]
+  std::vector<float> d_;     // [m][k/32]
+  std::vector<float> ds_;    // [m][k/32]
+  std::vector<int16_t> bs_;  // [m][k/16]
+};
+
+// Y[j*ldy + r] = dot(row r of W, row j of X) for r in [r0, r1), j in [0, m).
+// W: rows of k elements of type wt, row stride RowBytes(wt, k). Thread-safe for disjoint row ranges.
+// x must have been prepared with the same isa, wt and k.
+void MatMul(Isa isa, GgmlType wt, const void* W, int64_t k, int64_t r0, int64_t r1,
+            const Activations& x, float* Y, int64_t ldy);
+
+// Which kernel a weight type gets on an ISA (for -v logging), e.g. "avx512-vnni q4_0 x q8_0".
+std::string KernelName(Isa isa, GgmlType wt);
+
+}  // namespace edgedecode::kernels
