@@ -18,7 +18,7 @@ uint16_t Fp32ToBf16(float f);     // round to nearest even; NaN stays NaN
 // q2_k, q3_k, q4_k, q5_k, q6_k (and q8_k).
 bool CanDequantize(GgmlType t);
 // True for the types QuantizeRow writes: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1,
-// q2_k, q3_k, q4_k, q5_k, q6_k.
+// q2_k, q3_k, q4_k, q5_k, q6_k, and q8_k (the activation format of K-quant dot products).
 bool CanQuantize(GgmlType t);
 
 // n must be a multiple of TypeTraits(t).block_size. src holds RowBytes(t, n) bytes.
