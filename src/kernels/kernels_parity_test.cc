@@ -1,0 +1,228 @@
+// Parity of every kernel on every ISA this CPU has against the scalar reference quant::RefDotRow, per
+// weight type, over random and awkward shapes (rows not a multiple of any tile, k a multiple of the
+// block but not of 256 or 512 where the type allows, k not a multiple of the vector width for float
+// types, m = 1..16 columns), plus bit-identical results for any split of the rows.
+//
+// Tolerances (why they are what they are):
+//  * Integer paths quantize each activation block of 32 to int8 with scale d = amax/127. The kernel
+//    then computes sum_i w_i * xhat_i (xhat = d * q) with exact int32 block sums, converted to float and
+//    accumulated by FMA. So (1) "tight": vs RefDotRow on xhat, the only error is float rounding of about
+//    k/32 + 16 accumulations: |err| <= 1e-5 * sum|w_i * xhat_i| (f32 eps 6e-8 x ~100 terms, with margin).
+//    (2) "end to end": vs RefDotRow on the float x, rounding x to the q8 grid moves each x_i by at most
+//    d_b/2, so |err| <= sum_b (d_b/2) * sum_{i in b} |w_i| (a strict bound, plus the 1e-5 slack). The
+//    typical relative error this gives is ~1e-3..1e-2 (printed per type).
+//  * Float paths (f32/f16/bf16 weights, float activations): only accumulation order differs from the
+//    double accumulation of the reference: |err| <= 1e-5 * sum|w_i * x_i|.
+#include "kernels/kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "quant/quant.h"
+
+namespace edgedecode::kernels {
+namespace {
+
+const GgmlType kTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ4_0,
+                           GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ8_0,
+                           GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K,
+                           GgmlType::kQ6_K};
+
+std::vector<Isa> PresentIsas() {
+  std::vector<Isa> v;
+  for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kNeon})
+    if (IsaAvailable(isa)) v.push_back(isa);
+  return v;
+}
+
+bool IsFloat(GgmlType t) { return t == GgmlType::kF32 || t == GgmlType::kF16 || t == GgmlType::kBF16; }
+
+// k values for a type: awkward but valid.
+std::vector<int64_t> Ks(GgmlType t) {
+  if (IsFloat(t)) return {1, 7, 33, 100, 257, 1024};
+  if (quant::CanDequantize(t) && TypeTraits(t).block_size == 256) return {256, 768, 1280};
+  return {32, 96, 160, 544};
+}
+
+struct Problem {
+  GgmlType t;
+  int64_t rows, k, m;
+  std::vector<uint8_t> w;    // rows x RowBytes(t, k)
+  std::vector<float> wf;     // rows x k, dequantized weights
+  std::vector<float> x;      // m x k
+};
+
+Problem Make(GgmlType t, int64_t rows, int64_t k, int64_t m, uint32_t seed) {
+  Problem p{t, rows, k, m, {}, {}, {}};
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const size_t rb = RowBytes(t, k);
+  p.w.resize(rb * rows);
+  p.wf.resize(static_cast<size_t>(rows * k));
+  std::vector<float> tmp(static_cast<size_t>(k));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (float& f : tmp) f = nd(rng) * 0.05f;
+    if (r % 3 == 1) tmp[static_cast<size_t>(rng() % k)] = 0.9f;  // an outlier, as real weights have
+    quant::QuantizeRow(t, tmp.data(), p.w.data() + r * rb, k);
+    quant::DequantizeRow(t, p.w.data() + r * rb, p.wf.data() + r * k, k);
+  }
+  p.x.resize(static_cast<size_t>(m * k));
+  for (float& f : p.x) f = nd(rng);
+  for (int64_t j = 0; j < m; ++j) p.x[static_cast<size_t>(j * k + rng() % k)] = 12.0f;  // outliers
+  return p;
+}
+
+// The activations as the integer kernels see them (d * q), or the float ones.
+std::vector<float> SeenX(const Activations& a, int64_t j) {
+  const int64_t k = a.k();
+  std::vector<float> v(static_cast<size_t>(k));
+  for (int64_t i = 0; i < k; ++i) v[i] = a.quantized() ? a.d(j)[i / 32] * a.qs(j)[i] : a.xf(j)[i];
+  return v;
+}
+
+void CheckOne(Isa isa, const Problem& p, double* max_rel) {
+  Activations a;
+  a.Prepare(isa, p.t, p.x.data(), p.m, p.k);
+  const int64_t ldy = p.rows + 3;
+  std::vector<float> Y(static_cast<size_t>(p.m * ldy), -777.0f);
+  MatMul(isa, p.t, p.w.data(), p.k, 0, p.rows, a, Y.data(), ldy);
+  const size_t rb = RowBytes(p.t, p.k);
+  for (int64_t j = 0; j < p.m; ++j) {
+    const std::vector<float> xs = SeenX(a, j);
+    const float* x = p.x.data() + j * p.k;
+    for (int64_t r = 0; r < p.rows; ++r) {
+      const uint8_t* row = p.w.data() + r * rb;
+      const float* wf = p.wf.data() + r * p.k;
+      const float got = Y[j * ldy + r];
+      double abs_wxs = 0, abs_wx = 0, grid = 0;
+      for (int64_t i = 0; i < p.k; ++i) {
+        abs_wxs += std::fabs(wf[i] * xs[i]);
+        abs_wx += std::fabs(wf[i] * x[i]);
+      }
+      if (a.quantized()) {
+        for (int64_t b = 0; b < p.k / 32; ++b) {
+          double sw = 0;
+          for (int i = 0; i < 32; ++i) sw += std::fabs(wf[b * 32 + i]);
+          grid += a.d(j)[b] * 0.5 * sw;
+        }
+      }
+      const float want_tight = quant::RefDotRow(p.t, row, xs.data(), p.k);
+      const float want = quant::RefDotRow(p.t, row, x, p.k);
+      ASSERT_TRUE(std::isfinite(got));
+      ASSERT_LE(std::fabs(got - want_tight), 1e-5 * abs_wxs + 1e-6)
+          << IsaName(isa) << " " << TypeName(static_cast<uint32_t>(p.t)) << " rows=" << p.rows
+          << " k=" << p.k << " m=" << p.m << " row " << r << " col " << j << " got " << got
+          << " want(q8 x) " << want_tight;
+      ASSERT_LE(std::fabs(got - want), grid + 1e-5 * abs_wx + 1e-6)
+          << IsaName(isa) << " " << TypeName(static_cast<uint32_t>(p.t)) << " k=" << p.k << " m=" << p.m
+          << " row " << r << " col " << j << " got " << got << " want " << want;
+      if (abs_wx > 0) *max_rel = std::max(*max_rel, std::fabs(got - want) / abs_wx);
+    }
+    for (int64_t r = p.rows; r < ldy; ++r) ASSERT_EQ(Y[j * ldy + r], -777.0f) << "wrote past row range";
+  }
+}
+
+TEST(KernelsParity, EveryTypeEveryIsaEveryShape) {
+  const int64_t kRows[] = {1, 5, 17};
+  const int64_t kMs[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 16};
+  uint32_t seed = 1;
+  for (GgmlType t : kTypes) {
+    for (Isa isa : PresentIsas()) {
+      double max_rel = 0;  // |err| / sum|w x|, for the record
+      for (int64_t k : Ks(t))
+        for (int64_t rows : kRows)
+          for (int64_t m : kMs) {
+            if (rows * k * m > 17 * 1280 * 5 && m > 5 && rows > 5) continue;  // keep it fast
+            Problem p = Make(t, rows, k, m, seed++);
+            CheckOne(isa, p, &max_rel);
+            if (HasFatalFailure()) return;
+          }
+      std::printf("%-6s %-5s %-45s max |err|/sum|wx| = %.2e\n", IsaName(isa),
+                  TypeName(static_cast<uint32_t>(t)).c_str(), KernelName(isa, t).c_str(), max_rel);
+    }
+  }
+}
+
+// Threads split by rows: any split must give bit-identical outputs.
+TEST(KernelsParity, RowSplitsAreBitIdentical) {
+  std::mt19937 rng(7);
+  for (GgmlType t : kTypes) {
+    const int64_t k = IsFloat(t) ? 300 : (TypeTraits(t).block_size == 256 ? 768 : 352);
+    const int64_t rows = 37;
+    for (int64_t m : {1, 3, 16}) {
+      Problem p = Make(t, rows, k, m, 100 + static_cast<uint32_t>(m));
+      for (Isa isa : PresentIsas()) {
+        Activations a;
+        a.Prepare(isa, t, p.x.data(), m, k);
+        std::vector<float> whole(static_cast<size_t>(m * rows)), split(whole.size(), 0.0f);
+        MatMul(isa, t, p.w.data(), k, 0, rows, a, whole.data(), rows);
+        for (int trial = 0; trial < 4; ++trial) {
+          std::fill(split.begin(), split.end(), 0.0f);
+          int64_t r0 = 0;
+          while (r0 < rows) {
+            const int64_t r1 = std::min<int64_t>(rows, r0 + 1 + static_cast<int64_t>(rng() % 9));
+            MatMul(isa, t, p.w.data(), k, r0, r1, a, split.data(), rows);
+            r0 = r1;
+          }
+          ASSERT_EQ(0, std::memcmp(whole.data(), split.data(), whole.size() * sizeof(float)))
+              << IsaName(isa) << " " << TypeName(static_cast<uint32_t>(t)) << " m=" << m;
+        }
+      }
+    }
+  }
+}
+
+// Re-preparing with other shapes reuses the buffers and still gives the right answers.
+TEST(KernelsParity, ActivationsReuseAcrossShapes) {
+  for (Isa isa : PresentIsas()) {
+    Activations a;
+    for (int64_t m : {16, 1, 4}) {
+      Problem p = Make(GgmlType::kQ4_0, 9, 256, m, 55 + static_cast<uint32_t>(m));
+      a.Prepare(isa, p.t, p.x.data(), m, p.k);
+      std::vector<float> Y(static_cast<size_t>(m * 9));
+      MatMul(isa, p.t, p.w.data(), p.k, 0, 9, a, Y.data(), 9);
+      for (int64_t j = 0; j < m; ++j) {
+        const std::vector<float> xs = SeenX(a, j);
+        for (int64_t r = 0; r < 9; ++r) {
+          const float want = quant::RefDotRow(p.t, p.w.data() + r * RowBytes(p.t, p.k), xs.data(), p.k);
+          EXPECT_NEAR(Y[j * 9 + r], want, 1e-4 * (1 + std::fabs(want)));
+        }
+      }
+    }
+  }
+}
+
+TEST(KernelsIsa, Resolve) {
+  Result<Isa> a = ResolveIsa("auto");
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(IsaAvailable(*a));
+  Result<Isa> r = ResolveIsa("ref");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, Isa::kRef);
+  Result<Isa> bad = ResolveIsa("sse9");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    Result<Isa> x = ResolveIsa(IsaName(isa));
+    EXPECT_EQ(x.ok(), IsaAvailable(isa)) << IsaName(isa);
+    if (!x.ok()) {
+      EXPECT_EQ(x.status().code(), StatusCode::kInvalidArgument);
+    }
+  }
+#if defined(__x86_64__)
+  EXPECT_FALSE(IsaAvailable(Isa::kNeon));
+#endif
+  for (Isa isa : PresentIsas()) {
+    for (GgmlType t : kTypes) {
+      EXPECT_NE(KernelName(isa, t).find(TypeName(static_cast<uint32_t>(t))), std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace edgedecode::kernels
