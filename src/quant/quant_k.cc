@@ -27,11 +27,16 @@ void StoreBlock(const B& b, uint8_t* p) {
   std::memcpy(p, &b, sizeof(B));
 }
 
+// Round to nearest even after clamping to [lo, hi] (|lo|, |hi| < 2^22): adding 1.5 * 2^23 leaves
+// the rounded integer in the low mantissa bits, which is much faster than lrint's library call.
 inline int RoundClamp(float v, int lo, int hi) {
   if (!(v == v)) return 0;  // NaN
   if (v <= static_cast<float>(lo)) return lo;
   if (v >= static_cast<float>(hi)) return hi;
-  return static_cast<int>(std::lrint(v));
+  const float t = v + 12582912.0f;
+  uint32_t u;
+  std::memcpy(&u, &t, 4);
+  return static_cast<int>(u & 0x007FFFFF) - 0x00400000;
 }
 
 inline float Fp16Round(float f) { return HalfToFloat(FloatToHalf(f)); }
@@ -176,45 +181,100 @@ double FitSym(const float* x, int n, int nmax, int8_t* L, float* scale) {
 
 // ---- super-block packing with quantized sub-block scales ----------------------------------------
 
+// Codes and squared error of one sub-block for the affine map v = a * L - b (a >= 0).
+double SubAsym(const float* x, int n, int nmax, float a, float b, uint8_t* L) {
+  const float ia = a > 0.0f ? 1.0f / a : 0.0f;
+  double err = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const int l = a > 0.0f ? RoundClamp((x[i] + b) * ia, 0, nmax) : 0;
+    L[i] = static_cast<uint8_t>(l);
+    const double e = static_cast<double>(a) * l - b - x[i];
+    err += e * e;
+  }
+  return err;
+}
+
+// Codes and squared error of one sub-block for v = a * L (a signed).
+double SubSym(const float* x, int n, int nmax, float a, int8_t* L) {
+  const float ia = a != 0.0f ? 1.0f / a : 0.0f;
+  double err = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const int l = a != 0.0f ? RoundClamp(x[i] * ia, -nmax, nmax - 1) : 0;
+    L[i] = static_cast<int8_t>(l);
+    const double e = static_cast<double>(a) * l - x[i];
+    err += e * e;
+  }
+  return err;
+}
+
+// The fp16 value k steps (of fp16 ulps) away from h's value, keeping the sign; 0 stays usable.
+float Fp16Step(float f, int k) {
+  int h = FloatToHalf(std::fabs(f)) + k;
+  h = std::clamp(h, 0, 0x7BFF);
+  return std::copysign(HalfToFloat(static_cast<uint16_t>(h)), f);
+}
+
+// Below 2^-14 an fp16 scale has fewer than 10 significant bits, so its neighbours are worth trying.
+inline bool IsFp16Subnormal(float f) { return std::fabs(f) < 6.103515625e-05f; }
+
 // Asymmetric super-block (q2_K, q4_K, q5_K): nsub sub-blocks of sub elements, codes [0, nmax],
 // scales and mins quantized to [0, smax] against fp16 d and dmin. Outputs codes, integer scales
-// and mins, d and dmin (already fp16-representable).
+// and mins, d and dmin (fp16-representable).
 void QuantSuperAsym(const float* x, int nsub, int sub, int nmax, int smax, uint8_t* L, uint8_t* sc,
                     uint8_t* mq, float* d_out, float* dmin_out) {
   float scales[16], mins[16];
   float max_scale = 0.0f, max_min = 0.0f;
+  uint8_t tmp[32];
   for (int j = 0; j < nsub; ++j) {
-    FitAsym(x + j * sub, sub, nmax, L + j * sub, &scales[j], &mins[j]);
+    FitAsym(x + j * sub, sub, nmax, tmp, &scales[j], &mins[j]);
     max_scale = std::max(max_scale, scales[j]);
     max_min = std::max(max_min, mins[j]);
   }
-  float d = Fp16Round(max_scale / smax);
-  float dmin = Fp16Round(max_min / smax);
-  for (int j = 0; j < nsub; ++j) {
-    sc[j] = static_cast<uint8_t>(d > 0.0f ? RoundClamp(scales[j] / d, 0, smax) : 0);
-    mq[j] = static_cast<uint8_t>(dmin > 0.0f ? RoundClamp(mins[j] / dmin, 0, smax) : 0);
-  }
-  // Re-round the codes against the quantized scales, then re-fit (d, dmin) by least squares over
-  // the super-block; repeat while the error drops.
-  auto requant = [&](float dd, float dm, uint8_t* q) {
-    double err = 0.0;
+  // For fixed (d, dmin), every sub-block takes the integer scale and min (the nearest ones and
+  // their neighbours) with the smallest error. Returns the total squared error.
+  auto assign = [&](float d, float dm, uint8_t* sc_o, uint8_t* m_o, uint8_t* L_o) {
+    double total = 0.0;
     for (int j = 0; j < nsub; ++j) {
-      const float a = dd * sc[j], b = dm * mq[j];
-      const float ia = a > 0.0f ? 1.0f / a : 0.0f;
-      for (int i = 0; i < sub; ++i) {
-        const float v = x[j * sub + i];
-        const int l = a > 0.0f ? RoundClamp((v + b) * ia, 0, nmax) : 0;
-        q[j * sub + i] = static_cast<uint8_t>(l);
-        const double e = static_cast<double>(a) * l - b - v;
-        err += e * e;
+      const int s0 = d > 0.0f ? RoundClamp(scales[j] / d, 0, smax) : 0;
+      const int m0 = dm > 0.0f ? RoundClamp(mins[j] / dm, 0, smax) : 0;
+      double best = -1.0;
+      for (int s = std::max(0, s0 - 1); s <= std::min(smax, s0 + 1); ++s) {
+        for (int m = std::max(0, m0 - 1); m <= std::min(smax, m0 + 1); ++m) {
+          if (s != s0 && m != m0) continue;  // a cross, not the full 3x3: same quality, less time
+          const double e = SubAsym(x + j * sub, sub, nmax, d * s, dm * m, tmp);
+          if (best < 0.0 || e < best) {
+            best = e;
+            sc_o[j] = static_cast<uint8_t>(s);
+            m_o[j] = static_cast<uint8_t>(m);
+            std::memcpy(L_o + j * sub, tmp, static_cast<size_t>(sub));
+          }
+        }
       }
+      total += best;
     }
-    return err;
+    return total;
   };
-  uint8_t q[256];
-  double best = requant(d, dmin, L);
+  float d = Fp16Round(max_scale / smax), dmin = Fp16Round(max_min / smax);
+  double best = assign(d, dmin, sc, mq, L);
+  uint8_t sc2[16], mq2[16], L2[256];
+  auto try_pair = [&](float nd, float ndm) {
+    if (!(nd >= 0.0f) || !(ndm >= 0.0f)) return false;
+    const double e = assign(nd, ndm, sc2, mq2, L2);
+    if (!(e < best)) return false;
+    best = e;
+    d = nd;
+    dmin = ndm;
+    std::memcpy(sc, sc2, static_cast<size_t>(nsub));
+    std::memcpy(mq, mq2, static_cast<size_t>(nsub));
+    std::memcpy(L, L2, static_cast<size_t>(nsub * sub));
+    return true;
+  };
+  // Neighbouring fp16 super-scales (matters most when d is an fp16 subnormal).
+  const float d0 = d, dmin0 = dmin;
+  if (IsFp16Subnormal(d0)) for (int k : {-2, -1, 1, 2}) try_pair(Fp16Step(d0, k), dmin);
+  if (IsFp16Subnormal(dmin0)) for (int k : {-2, -1, 1, 2}) try_pair(d, Fp16Step(dmin0, k));
+  // Least-squares (d, dmin) for the chosen integers: x ~= d * (sc*L) - dmin * m.
   for (int it = 0; it < 2; ++it) {
-    // x ~= d * (sc*L) - dmin * m: normal equations in (d, dmin).
     double s11 = 0, s12 = 0, s22 = 0, r1 = 0, r2 = 0;
     for (int j = 0; j < nsub; ++j) {
       for (int i = 0; i < sub; ++i) {
@@ -229,7 +289,7 @@ void QuantSuperAsym(const float* x, int nsub, int sub, int nmax, int smax, uint8
     }
     const double det = s11 * s22 - s12 * s12;
     float nd, ndm;
-    if (det > 1e-30 * (s11 * s22 + 1e-30)) {
+    if (s22 > 0.0 && det > 1e-12 * s11 * s22) {
       nd = static_cast<float>((r1 * s22 - r2 * s12) / det);
       ndm = static_cast<float>((s11 * r2 - s12 * r1) / det);
     } else if (s11 > 0.0) {
@@ -238,15 +298,7 @@ void QuantSuperAsym(const float* x, int nsub, int sub, int nmax, int smax, uint8
     } else {
       break;
     }
-    if (!(nd >= 0.0f) || !(ndm >= 0.0f)) break;
-    nd = Fp16Round(nd);
-    ndm = Fp16Round(ndm);
-    const double err = requant(nd, ndm, q);
-    if (!(err < best)) break;
-    best = err;
-    d = nd;
-    dmin = ndm;
-    std::memcpy(L, q, static_cast<size_t>(nsub * sub));
+    if (!try_pair(Fp16Round(nd), Fp16Round(ndm))) break;
   }
   *d_out = d;
   *dmin_out = dmin;
@@ -257,32 +309,45 @@ void QuantSuperAsym(const float* x, int nsub, int sub, int nmax, int smax, uint8
 void QuantSuperSym(const float* x, int nmax, int smax, int8_t* L, int8_t* sc, float* d_out) {
   float scales[16];
   float amax = 0.0f, max = 0.0f;
+  int8_t tmp[16];
   for (int j = 0; j < 16; ++j) {
-    FitSym(x + 16 * j, 16, nmax, L + 16 * j, &scales[j]);
+    FitSym(x + 16 * j, 16, nmax, tmp, &scales[j]);
     if (std::fabs(scales[j]) > amax) {
       amax = std::fabs(scales[j]);
       max = scales[j];
     }
   }
-  float d = Fp16Round(max / -static_cast<float>(smax));
-  for (int j = 0; j < 16; ++j) sc[j] = static_cast<int8_t>(d != 0.0f ? RoundClamp(scales[j] / d, -smax, smax - 1) : 0);
-  auto requant = [&](float dd, int8_t* q) {
-    double err = 0.0;
+  auto assign = [&](float d, int8_t* sc_o, int8_t* L_o) {
+    double total = 0.0;
     for (int j = 0; j < 16; ++j) {
-      const float a = dd * sc[j];
-      const float ia = a != 0.0f ? 1.0f / a : 0.0f;
-      for (int i = 0; i < 16; ++i) {
-        const float v = x[16 * j + i];
-        const int l = a != 0.0f ? RoundClamp(v * ia, -nmax, nmax - 1) : 0;
-        q[16 * j + i] = static_cast<int8_t>(l);
-        const double e = static_cast<double>(a) * l - v;
-        err += e * e;
+      const int s0 = d != 0.0f ? RoundClamp(scales[j] / d, -smax, smax - 1) : 0;
+      double best = -1.0;
+      for (int s = std::max(-smax, s0 - 1); s <= std::min(smax - 1, s0 + 1); ++s) {
+        const double e = SubSym(x + 16 * j, 16, nmax, d * s, tmp);
+        if (best < 0.0 || e < best) {
+          best = e;
+          sc_o[j] = static_cast<int8_t>(s);
+          std::memcpy(L_o + 16 * j, tmp, 16);
+        }
       }
+      total += best;
     }
-    return err;
+    return total;
   };
-  int8_t q[256];
-  double best = requant(d, L);
+  float d = Fp16Round(max / -static_cast<float>(smax));
+  double best = assign(d, sc, L);
+  int8_t sc2[16], L2[256];
+  auto try_d = [&](float nd) {
+    const double e = assign(nd, sc2, L2);
+    if (!(e < best)) return false;
+    best = e;
+    d = nd;
+    std::memcpy(sc, sc2, 16);
+    std::memcpy(L, L2, 256);
+    return true;
+  };
+  const float d0 = d;
+  if (IsFp16Subnormal(d0)) for (int k : {-2, -1, 1, 2}) try_d(Fp16Step(d0, k));
   for (int it = 0; it < 2; ++it) {
     double suu = 0, suv = 0;
     for (int i = 0; i < 256; ++i) {
@@ -291,12 +356,7 @@ void QuantSuperSym(const float* x, int nmax, int smax, int8_t* L, int8_t* sc, fl
       suv += u * x[i];
     }
     if (!(suu > 0.0)) break;
-    const float nd = Fp16Round(static_cast<float>(suv / suu));
-    const double err = requant(nd, q);
-    if (!(err < best)) break;
-    best = err;
-    d = nd;
-    std::memcpy(L, q, 256);
+    if (!try_d(Fp16Round(static_cast<float>(suv / suu)))) break;
   }
   *d_out = d;
 }
