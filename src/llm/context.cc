@@ -1,0 +1,231 @@
+#include "llm/context.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "quant/quant.h"
+
+namespace edgedecode::llm {
+
+Result<std::unique_ptr<Context>> Context::Create(const Model& model, const ContextParams& params) {
+  const ModelConfig& c = model.config();
+  int n_ctx = params.n_ctx > 0 ? params.n_ctx : std::min(c.n_ctx_train, 4096);
+  if (n_ctx < 1 || n_ctx > (1 << 20)) return InvalidArgument("context size " + std::to_string(n_ctx) + " is out of range");
+  if (params.n_batch < 1) return InvalidArgument("batch size must be at least 1");
+  int n_threads = params.n_threads > 0 ? params.n_threads : static_cast<int>(std::thread::hardware_concurrency());
+  if (n_threads < 1) n_threads = 1;
+  if (!kernels::IsaAvailable(params.isa))
+    return InvalidArgument(std::string("kernels '") + kernels::IsaName(params.isa) + "' are not available on this CPU");
+  return std::unique_ptr<Context>(new Context(model, params, n_ctx, n_threads));
+}
+
+Context::Context(const Model& model, const ContextParams& params, int n_ctx, int n_threads)
+    : model_(model), params_(params), n_ctx_(n_ctx), n_vocab_(model.config().n_vocab), pool_(n_threads) {
+  const ModelConfig& c = model.config();
+  const size_t nb = static_cast<size_t>(std::min(params.n_batch, n_ctx));
+  params_.n_batch = static_cast<int>(nb);
+  const size_t kv = static_cast<size_t>(c.n_layers) * n_ctx * c.kv_dim();
+  k_cache_.assign(kv, 0);
+  v_cache_.assign(kv, 0);
+  x_.resize(nb * c.dim);
+  xb_.resize(nb * c.dim);
+  q_.resize(nb * c.q_dim());
+  k_.resize(nb * c.kv_dim());
+  v_.resize(nb * c.kv_dim());
+  att_.resize(nb * c.q_dim());
+  gate_.resize(nb * c.ffn_dim);
+  up_.resize(nb * c.ffn_dim);
+  tmp_.resize(nb * c.dim);
+  logits_.resize(nb * n_vocab_);
+
+  // RoPE angles, computed the way llama.cpp does (float, theta multiplied step by step) so that
+  // greedy outputs match it: theta_i(p) = freq_scale * p * base^(-2i/n_rot) / freq_factor_i.
+  const int half = c.n_rot / 2;
+  rope_cos_.resize(static_cast<size_t>(n_ctx) * half);
+  rope_sin_.resize(static_cast<size_t>(n_ctx) * half);
+  const float theta_scale = std::pow(c.rope_base, -2.0f / static_cast<float>(c.n_rot));
+  const std::vector<float>& ff = model.rope_freq_factors();
+  for (int p = 0; p < n_ctx; ++p) {
+    float theta_base = static_cast<float>(p);
+    for (int i = 0; i < half; ++i) {
+      float theta = c.rope_freq_scale * (ff.empty() ? theta_base : theta_base / ff[static_cast<size_t>(i)]);
+      rope_cos_[static_cast<size_t>(p) * half + i] = std::cos(theta);
+      rope_sin_[static_cast<size_t>(p) * half + i] = std::sin(theta);
+      theta_base *= theta_scale;
+    }
+  }
+}
+
+Status Context::Eval(const int32_t* tokens, int n, bool all_logits) {
+  if (n <= 0) return InvalidArgument("nothing to evaluate");
+  if (n_past_ + n > n_ctx_)
+    return ResourceExhausted("context full: " + std::to_string(n_past_) + " + " + std::to_string(n) +
+                             " tokens do not fit in a context of " + std::to_string(n_ctx_));
+  for (int i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= n_vocab_)
+      return InvalidArgument("token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." +
+                             std::to_string(n_vocab_ - 1) + ")");
+  }
+  if (all_logits && n > params_.n_batch) {
+    // Keep every row: evaluate chunk by chunk and gather.
+    std::vector<float> all(static_cast<size_t>(n) * n_vocab_);
+    for (int i = 0; i < n; i += params_.n_batch) {
+      int m = std::min(params_.n_batch, n - i);
+      EvalBatch(tokens + i, m, true);
+      std::copy(logits_.begin(), logits_.begin() + static_cast<long>(m) * n_vocab_, all.begin() + static_cast<long>(i) * n_vocab_);
+    }
+    logits_ = std::move(all);
+    n_logit_rows_ = n;
+    return Status::Ok();
+  }
+  if (logits_.size() < static_cast<size_t>(params_.n_batch) * n_vocab_) logits_.resize(static_cast<size_t>(params_.n_batch) * n_vocab_);
+  for (int i = 0; i < n; i += params_.n_batch) {
+    int m = std::min(params_.n_batch, n - i);
+    EvalBatch(tokens + i, m, all_logits);
+  }
+  return Status::Ok();
+}
+
+void Context::Linear(const Weight& w, const float* X, int m, float* Y) {
+  acts_.Prepare(params_.isa, w.type, X, m, w.cols);
+  const kernels::Isa isa = params_.isa;
+  pool_.ParallelFor(w.rows, 16, [&](int64_t r0, int64_t r1, int) {
+    kernels::MatMul(isa, w.type, w.data, w.cols, r0, r1, acts_, Y, w.rows);
+  });
+}
+
+void Context::RmsNorm(const float* x, const std::vector<float>& w, int m, float* out) const {
+  const int dim = model_.config().dim;
+  for (int i = 0; i < m; ++i) {
+    const float* xi = x + static_cast<size_t>(i) * dim;
+    float* oi = out + static_cast<size_t>(i) * dim;
+    double ss = 0;
+    for (int j = 0; j < dim; ++j) ss += static_cast<double>(xi[j]) * xi[j];
+    const float scale = 1.0f / std::sqrt(static_cast<float>(ss / dim) + model_.config().norm_eps);
+    for (int j = 0; j < dim; ++j) oi[j] = xi[j] * scale * w[static_cast<size_t>(j)];
+  }
+}
+
+// Rotates the first n_rot dims of each head of v (n_heads heads of head_dim) to position pos.
+void Context::Rope(float* v, int n_heads, int pos) const {
+  const ModelConfig& c = model_.config();
+  const int half = c.n_rot / 2;
+  const float* cs = rope_cos_.data() + static_cast<size_t>(pos) * half;
+  const float* sn = rope_sin_.data() + static_cast<size_t>(pos) * half;
+  for (int h = 0; h < n_heads; ++h) {
+    float* x = v + static_cast<size_t>(h) * c.head_dim;
+    for (int i = 0; i < half; ++i) {
+      // kNorm rotates adjacent pairs; kNeox rotates dims i and i + n_rot/2.
+      const int a = c.rope == RopeStyle::kNorm ? 2 * i : i;
+      const int b = c.rope == RopeStyle::kNorm ? 2 * i + 1 : i + half;
+      const float x0 = x[a], x1 = x[b];
+      x[a] = x0 * cs[i] - x1 * sn[i];
+      x[b] = x0 * sn[i] + x1 * cs[i];
+    }
+  }
+}
+
+// Causal attention of the m new tokens (positions p0..p0+m-1) over the cache, one (token, head) pair
+// per work item, with online softmax: no score matrix is materialized.
+void Context::Attention(int layer, int m, int p0) {
+  const ModelConfig& c = model_.config();
+  const int hd = c.head_dim, kvd = c.kv_dim(), qd = c.q_dim();
+  const int group = c.n_heads / c.n_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const uint16_t* kc = k_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * kvd;
+  const uint16_t* vc = v_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * kvd;
+  pool_.ParallelFor(static_cast<int64_t>(m) * c.n_heads, 1, [&](int64_t b, int64_t e, int) {
+    std::vector<float> acc(static_cast<size_t>(hd)), kf(static_cast<size_t>(hd));
+    for (int64_t item = b; item < e; ++item) {
+      const int i = static_cast<int>(item / c.n_heads), h = static_cast<int>(item % c.n_heads);
+      const int kvh = h / group;
+      const float* q = q_.data() + static_cast<size_t>(i) * qd + static_cast<size_t>(h) * hd;
+      float mx = -INFINITY, sum = 0;
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int t = 0; t <= p0 + i; ++t) {
+        const uint16_t* kt = kc + static_cast<size_t>(t) * kvd + static_cast<size_t>(kvh) * hd;
+        float s = 0;
+        for (int d = 0; d < hd; ++d) s += q[d] * quant::Fp16ToFp32(kt[d]);
+        s *= scale;
+        const uint16_t* vt = vc + static_cast<size_t>(t) * kvd + static_cast<size_t>(kvh) * hd;
+        if (s > mx) {
+          const float r = std::exp(mx - s);  // rescale what was accumulated under the old max
+          for (int d = 0; d < hd; ++d) acc[static_cast<size_t>(d)] *= r;
+          sum *= r;
+          mx = s;
+        }
+        const float w = std::exp(s - mx);
+        sum += w;
+        for (int d = 0; d < hd; ++d) acc[static_cast<size_t>(d)] += w * quant::Fp16ToFp32(vt[d]);
+      }
+      float* out = att_.data() + static_cast<size_t>(i) * qd + static_cast<size_t>(h) * hd;
+      for (int d = 0; d < hd; ++d) out[d] = acc[static_cast<size_t>(d)] / sum;
+    }
+  });
+}
+
+void Context::EvalBatch(const int32_t* tokens, int m, bool all_logits) {
+  const ModelConfig& c = model_.config();
+  const int dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), ffn = c.ffn_dim;
+  const int p0 = n_past_;
+  const Weight& emb = model_.token_embd();
+  const size_t emb_row = RowBytes(emb.type, emb.cols);
+  for (int i = 0; i < m; ++i) {
+    quant::DequantizeRow(emb.type, static_cast<const uint8_t*>(emb.data) + emb_row * static_cast<size_t>(tokens[i]),
+                         x_.data() + static_cast<size_t>(i) * dim, dim);
+  }
+
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& L = model_.layers()[static_cast<size_t>(l)];
+    // Attention block.
+    RmsNorm(x_.data(), L.attn_norm, m, xb_.data());
+    Linear(L.wq, xb_.data(), m, q_.data());
+    Linear(L.wk, xb_.data(), m, k_.data());
+    Linear(L.wv, xb_.data(), m, v_.data());
+    uint16_t* kc = k_cache_.data() + static_cast<size_t>(l) * n_ctx_ * kvd;
+    uint16_t* vc = v_cache_.data() + static_cast<size_t>(l) * n_ctx_ * kvd;
+    for (int i = 0; i < m; ++i) {
+      float* q = q_.data() + static_cast<size_t>(i) * qd;
+      float* k = k_.data() + static_cast<size_t>(i) * kvd;
+      float* v = v_.data() + static_cast<size_t>(i) * kvd;
+      if (c.qkv_bias) {
+        for (int j = 0; j < qd; ++j) q[j] += L.bq[static_cast<size_t>(j)];
+        for (int j = 0; j < kvd; ++j) k[j] += L.bk[static_cast<size_t>(j)];
+        for (int j = 0; j < kvd; ++j) v[j] += L.bv[static_cast<size_t>(j)];
+      }
+      Rope(q, c.n_heads, p0 + i);
+      Rope(k, c.n_kv_heads, p0 + i);
+      uint16_t* kd = kc + static_cast<size_t>(p0 + i) * kvd;
+      uint16_t* vd = vc + static_cast<size_t>(p0 + i) * kvd;
+      for (int j = 0; j < kvd; ++j) {
+        kd[j] = quant::Fp32ToFp16(k[j]);
+        vd[j] = quant::Fp32ToFp16(v[j]);
+      }
+    }
+    Attention(l, m, p0);
+    Linear(L.wo, att_.data(), m, tmp_.data());
+    for (size_t j = 0; j < static_cast<size_t>(m) * dim; ++j) x_[j] += tmp_[j];
+
+    // Feed-forward block: down(silu(gate(x)) * up(x)).
+    RmsNorm(x_.data(), L.ffn_norm, m, xb_.data());
+    Linear(L.w_gate, xb_.data(), m, gate_.data());
+    Linear(L.w_up, xb_.data(), m, up_.data());
+    for (size_t j = 0; j < static_cast<size_t>(m) * ffn; ++j) {
+      const float g = gate_[j];
+      gate_[j] = g / (1.0f + std::exp(-g)) * up_[j];
+    }
+    Linear(L.w_down, gate_.data(), m, tmp_.data());
+    for (size_t j = 0; j < static_cast<size_t>(m) * dim; ++j) x_[j] += tmp_[j];
+  }
+
+  // Output: only the rows whose logits are wanted.
+  const int first = all_logits ? 0 : m - 1;
+  const int rows = m - first;
+  RmsNorm(x_.data() + static_cast<size_t>(first) * dim, model_.output_norm(), rows, xb_.data());
+  Linear(model_.output(), xb_.data(), rows, logits_.data());
+  n_logit_rows_ = rows;
+  n_past_ += m;
+}
+
+}  // namespace edgedecode::llm

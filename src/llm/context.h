@@ -1,0 +1,93 @@
+// An inference context: the KV cache and scratch buffers for one sequence over a Model, and the
+// forward pass that fills them.
+//
+// Ownership: a Context borrows the Model (which must outlive it) and owns its buffers and thread pool.
+// Not thread-safe: one caller at a time; the forward pass itself runs on the context's pool.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "edgedecode/status.h"
+#include "kernels/kernels.h"
+#include "llm/model.h"
+
+namespace edgedecode::llm {
+
+struct ContextParams {
+  int n_ctx = 0;          // 0: min(model's training context, 4096)
+  int n_batch = 512;      // tokens per forward pass (prefill is chunked by this)
+  int n_threads = 0;      // 0: all cores
+  kernels::Isa isa = kernels::Isa::kRef;
+};
+
+// Time and bytes per op, filled when profiling is on.
+struct OpProfile {
+  uint64_t ns = 0;
+  uint64_t bytes = 0;  // weight + KV bytes read
+  uint64_t calls = 0;
+};
+
+class Context {
+ public:
+  static Result<std::unique_ptr<Context>> Create(const Model& model, const ContextParams& params);
+
+  // Evaluates `n` tokens at positions n_past() .. n_past()+n-1 and appends them to the KV cache.
+  // all_logits: keep the logits of every token (else only the last). Fails (without changing the
+  // cache) when the tokens do not fit in the context or an id is out of range.
+  Status Eval(const int32_t* tokens, int n, bool all_logits);
+
+  // Logits of the last Eval: (n or 1 rows, n_vocab).
+  const float* logits(int row = 0) const { return logits_.data() + static_cast<size_t>(row) * n_vocab_; }
+  int n_logit_rows() const { return n_logit_rows_; }
+  int n_vocab() const { return n_vocab_; }
+  int n_past() const { return n_past_; }
+  int n_ctx() const { return n_ctx_; }
+  // Drops positions >= n from the cache (used to roll back speculative tokens).
+  void Truncate(int n) { if (n < n_past_) n_past_ = n; }
+  void Reset() { n_past_ = 0; }
+
+  const Model& model() const { return model_; }
+  int n_threads() const { return pool_.size(); }
+  kernels::Isa isa() const { return params_.isa; }
+
+ private:
+  Context(const Model& model, const ContextParams& params, int n_ctx, int n_threads);
+  void EvalBatch(const int32_t* tokens, int m, bool all_logits);
+  // Y (m, w.rows) = X (m, w.cols) * W^T, split by rows over the pool.
+  void Linear(const Weight& w, const float* X, int m, float* Y);
+  void RmsNorm(const float* x, const std::vector<float>& w, int m, float* out) const;
+  void Rope(float* v, int n_heads, int pos) const;
+  void Attention(int layer, int m, int p0);
+
+  const Model& model_;
+  ContextParams params_;
+  int n_ctx_;
+  int n_vocab_;
+  int n_past_ = 0;
+  int n_logit_rows_ = 0;
+  ThreadPool pool_;
+  kernels::Activations acts_;
+
+  // KV cache, f16, stored per KV head (never expanded to the query heads).
+  std::vector<uint16_t> k_cache_;  // (layer, n_ctx, kv_dim)
+  std::vector<uint16_t> v_cache_;  // (layer, n_ctx, kv_dim)
+
+  // Scratch for one batch of up to n_batch tokens.
+  std::vector<float> x_;      // (n_batch, dim) residual stream
+  std::vector<float> xb_;     // (n_batch, dim) normed input
+  std::vector<float> q_;      // (n_batch, q_dim)
+  std::vector<float> k_;      // (n_batch, kv_dim)
+  std::vector<float> v_;      // (n_batch, kv_dim)
+  std::vector<float> att_;    // (n_batch, q_dim) attention output
+  std::vector<float> gate_;   // (n_batch, ffn_dim)
+  std::vector<float> up_;     // (n_batch, ffn_dim)
+  std::vector<float> tmp_;    // (n_batch, dim)
+  std::vector<float> logits_; // (n_batch or 1, n_vocab)
+  std::vector<float> rope_cos_, rope_sin_;  // (n_ctx, n_rot/2)
+};
+
+}  // namespace edgedecode::llm

@@ -1,0 +1,139 @@
+#include "llm/model.h"
+
+#include "quant/quant.h"
+
+namespace edgedecode::llm {
+namespace {
+
+const char* kSupported = "llama, qwen2";
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> Model::Load(const std::string& path) {
+  ED_ASSIGN_OR_RETURN(std::unique_ptr<gguf::File> file, gguf::File::Open(path));
+  std::unique_ptr<Model> m(new Model());
+  m->file_ = std::move(file);
+  Status st = m->Init();
+  if (!st.ok()) return st.WithContext(path);
+  return m;
+}
+
+Status Model::Init() {
+  const gguf::File& f = *file_;
+  ED_ASSIGN_OR_RETURN(cfg_.arch, f.GetString("general.architecture"));
+  if (cfg_.arch != "llama" && cfg_.arch != "qwen2")
+    return Unsupported("architecture '" + cfg_.arch + "' is not supported (supported: " + kSupported + ")");
+  const std::string a = cfg_.arch + ".";
+  cfg_.name = f.GetStringOr("general.name", "");
+  auto need = [&](const std::string& key, int* out) -> Status {
+    ED_ASSIGN_OR_RETURN(int64_t v, f.GetInt(key));
+    if (v <= 0 || v > (1 << 24)) return Corrupt("metadata '" + key + "' has an invalid value " + std::to_string(v));
+    *out = static_cast<int>(v);
+    return Status::Ok();
+  };
+  ED_RETURN_IF_ERROR(need(a + "embedding_length", &cfg_.dim));
+  ED_RETURN_IF_ERROR(need(a + "block_count", &cfg_.n_layers));
+  ED_RETURN_IF_ERROR(need(a + "feed_forward_length", &cfg_.ffn_dim));
+  ED_RETURN_IF_ERROR(need(a + "attention.head_count", &cfg_.n_heads));
+  cfg_.n_ctx_train = static_cast<int>(f.GetIntOr(a + "context_length", 2048));
+  cfg_.n_kv_heads = static_cast<int>(f.GetIntOr(a + "attention.head_count_kv", cfg_.n_heads));
+  if (cfg_.n_kv_heads <= 0 || cfg_.n_heads % cfg_.n_kv_heads != 0)
+    return Corrupt("head_count " + std::to_string(cfg_.n_heads) + " is not a multiple of head_count_kv " +
+                   std::to_string(cfg_.n_kv_heads));
+  cfg_.head_dim = static_cast<int>(f.GetIntOr(a + "attention.key_length", cfg_.dim / cfg_.n_heads));
+  if (cfg_.head_dim <= 0 || cfg_.head_dim % 2 != 0)
+    return Corrupt("head dimension " + std::to_string(cfg_.head_dim) + " must be positive and even");
+  cfg_.n_rot = static_cast<int>(f.GetIntOr(a + "rope.dimension_count", cfg_.head_dim));
+  if (cfg_.n_rot <= 0 || cfg_.n_rot > cfg_.head_dim || cfg_.n_rot % 2)
+    return Corrupt("rope.dimension_count " + std::to_string(cfg_.n_rot) + " does not fit head dimension " +
+                   std::to_string(cfg_.head_dim));
+  cfg_.rope_base = static_cast<float>(f.GetFloatOr(a + "rope.freq_base", 10000.0));
+  std::string scaling = f.GetStringOr(a + "rope.scaling.type", "none");
+  double factor = f.GetFloatOr(a + "rope.scaling.factor", 0.0);
+  if (scaling == "linear" && factor > 0) cfg_.rope_freq_scale = static_cast<float>(1.0 / factor);
+  cfg_.norm_eps = static_cast<float>(f.GetFloatOr(a + "attention.layer_norm_rms_epsilon", 1e-5));
+  cfg_.rope = cfg_.arch == "qwen2" ? RopeStyle::kNeox : RopeStyle::kNorm;
+  cfg_.qkv_bias = cfg_.arch == "qwen2";
+
+  // Tensors, each checked against the shape the architecture needs.
+  auto weight = [&](const std::string& name, int64_t cols, int64_t rows, Weight* out) -> Status {
+    const gguf::TensorInfo* t = f.FindTensor(name);
+    if (!t) return NotFound("required tensor '" + name + "' is missing");
+    if (t->dims.size() != 2 || t->dims[0] != cols || (rows > 0 && t->dims[1] != rows))
+      return Corrupt("tensor '" + name + "' has shape " + std::to_string(t->dims[0]) + "x" +
+                     (t->dims.size() > 1 ? std::to_string(t->dims[1]) : std::string("?")) + ", the architecture needs " +
+                     std::to_string(cols) + "x" + (rows > 0 ? std::to_string(rows) : std::string("n_vocab")));
+    if (!quant::CanDequantize(t->ggml_type()))
+      return Unsupported("tensor '" + name + "' has type " + TypeName(t->type) +
+                         ", which is not supported (supported: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k)");
+    *out = Weight{t->data, t->ggml_type(), t->dims[0], t->dims[1], name};
+    return Status::Ok();
+  };
+  auto vec = [&](const std::string& name, int64_t n, std::vector<float>* out, bool required) -> Status {
+    const gguf::TensorInfo* t = f.FindTensor(name);
+    if (!t) return required ? NotFound("required tensor '" + name + "' is missing") : Status::Ok();
+    if (t->n_elements() != n)
+      return Corrupt("tensor '" + name + "' has " + std::to_string(t->n_elements()) + " elements, the architecture needs " +
+                     std::to_string(n));
+    if (!quant::CanDequantize(t->ggml_type()) || t->dims[0] % TypeTraits(t->type).block_size)
+      return Unsupported("tensor '" + name + "' has unsupported type " + TypeName(t->type));
+    out->resize(static_cast<size_t>(n));
+    quant::DequantizeRow(t->ggml_type(), t->data, out->data(), n);
+    return Status::Ok();
+  };
+
+  const int64_t dim = cfg_.dim, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), ffn = cfg_.ffn_dim;
+  ED_RETURN_IF_ERROR(weight("token_embd.weight", dim, 0, &token_embd_));
+  cfg_.n_vocab = static_cast<int>(token_embd_.rows);
+  layers_.resize(static_cast<size_t>(cfg_.n_layers));
+  for (int l = 0; l < cfg_.n_layers; ++l) {
+    LayerWeights& L = layers_[static_cast<size_t>(l)];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    ED_RETURN_IF_ERROR(vec(p + "attn_norm.weight", dim, &L.attn_norm, true));
+    ED_RETURN_IF_ERROR(weight(p + "attn_q.weight", dim, qd, &L.wq));
+    ED_RETURN_IF_ERROR(weight(p + "attn_k.weight", dim, kvd, &L.wk));
+    ED_RETURN_IF_ERROR(weight(p + "attn_v.weight", dim, kvd, &L.wv));
+    ED_RETURN_IF_ERROR(weight(p + "attn_output.weight", qd, dim, &L.wo));
+    ED_RETURN_IF_ERROR(vec(p + "attn_q.bias", qd, &L.bq, cfg_.qkv_bias));
+    ED_RETURN_IF_ERROR(vec(p + "attn_k.bias", kvd, &L.bk, cfg_.qkv_bias));
+    ED_RETURN_IF_ERROR(vec(p + "attn_v.bias", kvd, &L.bv, cfg_.qkv_bias));
+    ED_RETURN_IF_ERROR(vec(p + "ffn_norm.weight", dim, &L.ffn_norm, true));
+    ED_RETURN_IF_ERROR(weight(p + "ffn_gate.weight", dim, ffn, &L.w_gate));
+    ED_RETURN_IF_ERROR(weight(p + "ffn_up.weight", dim, ffn, &L.w_up));
+    ED_RETURN_IF_ERROR(weight(p + "ffn_down.weight", ffn, dim, &L.w_down));
+  }
+  ED_RETURN_IF_ERROR(vec("output_norm.weight", dim, &output_norm_, true));
+  if (f.FindTensor("output.weight")) {
+    ED_RETURN_IF_ERROR(weight("output.weight", dim, cfg_.n_vocab, &output_));
+  } else {
+    output_ = token_embd_;
+    cfg_.tied_embeddings = true;
+  }
+  ED_RETURN_IF_ERROR(vec("rope_freqs.weight", cfg_.n_rot / 2, &rope_freqs_, false));
+
+  ED_ASSIGN_OR_RETURN(tokenizer_, tok::Tokenizer::FromGguf(f));
+  if (tokenizer_->vocab_size() != cfg_.n_vocab)
+    return Corrupt("the tokenizer has " + std::to_string(tokenizer_->vocab_size()) + " tokens but token_embd.weight has " +
+                   std::to_string(cfg_.n_vocab) + " rows");
+  return Status::Ok();
+}
+
+size_t Model::weight_bytes() const {
+  size_t n = 0;
+  for (const Weight* w : all_weights()) n += w->nbytes();
+  // Norms and biases (float copies of small tensors).
+  for (const LayerWeights& L : layers_) n += (L.attn_norm.size() + L.ffn_norm.size() + L.bq.size() + L.bk.size() + L.bv.size()) * 4;
+  return n + output_norm_.size() * 4;
+}
+
+std::vector<const Weight*> Model::all_weights() const {
+  std::vector<const Weight*> w;
+  w.push_back(&token_embd_);
+  for (const LayerWeights& L : layers_) {
+    for (const Weight* x : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) w.push_back(x);
+  }
+  if (!cfg_.tied_embeddings) w.push_back(&output_);
+  return w;
+}
+
+}  // namespace edgedecode::llm

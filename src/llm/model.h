@@ -1,0 +1,103 @@
+// A decoder-only transformer loaded from GGUF: the architectures `llama` (TinyLlama, Llama 2/3.x,
+// SmolLM/SmolLM2, Mistral, llama2.c imports; GQA/MQA) and `qwen2` (QKV biases, NEOX RoPE).
+//
+// Ownership: a Model owns its gguf::File; weight pointers point into the file's mapping (weights are
+// never copied; small 1-D tensors are converted to float at load). Immutable after Load and safe to
+// share between threads and contexts.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "edgedecode/ggml_types.h"
+#include "edgedecode/status.h"
+#include "gguf/gguf.h"
+#include "tok/tokenizer.h"
+
+namespace edgedecode::llm {
+
+enum class RopeStyle { kNorm, kNeox };  // kNorm: adjacent pairs (2i, 2i+1); kNeox: (i, i + n_rot/2)
+
+struct ModelConfig {
+  std::string arch;         // "llama" | "qwen2"
+  std::string name;         // general.name
+  int n_vocab = 0;
+  int n_ctx_train = 0;      // {arch}.context_length
+  int dim = 0;              // embedding length
+  int n_layers = 0;
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;         // dim / n_heads unless {arch}.attention.key_length says otherwise
+  int ffn_dim = 0;
+  int n_rot = 0;            // rotary dims per head
+  float rope_base = 10000.f;
+  float rope_freq_scale = 1.f;  // 1 / linear scaling factor
+  float norm_eps = 1e-5f;
+  RopeStyle rope = RopeStyle::kNorm;
+  bool qkv_bias = false;
+  bool tied_embeddings = false;
+
+  int q_dim() const { return n_heads * head_dim; }
+  int kv_dim() const { return n_kv_heads * head_dim; }
+};
+
+// A 2-D weight as stored in the file: `rows` rows of `cols` elements of `type`.
+struct Weight {
+  const void* data = nullptr;
+  GgmlType type = GgmlType::kF32;
+  int64_t cols = 0;  // input features (row length, ggml ne0)
+  int64_t rows = 0;  // output features
+  std::string name;
+  size_t nbytes() const { return RowBytes(type, cols) * static_cast<size_t>(rows); }
+};
+
+struct LayerWeights {
+  std::vector<float> attn_norm;  // (dim)
+  Weight wq;                     // (q_dim rows, dim cols)
+  Weight wk;                     // (kv_dim, dim)
+  Weight wv;                     // (kv_dim, dim)
+  Weight wo;                     // (dim, q_dim)
+  std::vector<float> bq, bk, bv; // (q_dim), (kv_dim), (kv_dim); empty unless qkv_bias
+  std::vector<float> ffn_norm;   // (dim)
+  Weight w_gate;                 // (ffn_dim, dim)
+  Weight w_up;                   // (ffn_dim, dim)
+  Weight w_down;                 // (dim, ffn_dim)
+};
+
+class Model {
+ public:
+  // Opens and validates: architecture supported, required keys present, every tensor present with
+  // the shape the architecture needs and a supported type. Errors name the file and the tensor/key.
+  static Result<std::unique_ptr<Model>> Load(const std::string& path);
+
+  const ModelConfig& config() const { return cfg_; }
+  const tok::Tokenizer& tokenizer() const { return *tokenizer_; }
+  const gguf::File& file() const { return *file_; }
+
+  const Weight& token_embd() const { return token_embd_; }  // (n_vocab rows, dim)
+  const std::vector<LayerWeights>& layers() const { return layers_; }
+  const std::vector<float>& output_norm() const { return output_norm_; }  // (dim)
+  const Weight& output() const { return output_; }  // (n_vocab, dim); token_embd when tied
+  const std::vector<float>& rope_freq_factors() const { return rope_freqs_; }  // (n_rot/2) or empty
+
+  // Bytes of all weights as stored (what decode streams once per token).
+  size_t weight_bytes() const;
+  // Every 2-D weight, for logging and accounting.
+  std::vector<const Weight*> all_weights() const;
+
+ private:
+  Model() = default;
+  Status Init();
+
+  std::unique_ptr<gguf::File> file_;
+  std::unique_ptr<tok::Tokenizer> tokenizer_;
+  ModelConfig cfg_;
+  Weight token_embd_;
+  std::vector<LayerWeights> layers_;
+  std::vector<float> output_norm_;
+  Weight output_;
+  std::vector<float> rope_freqs_;
+};
+
+}  // namespace edgedecode::llm

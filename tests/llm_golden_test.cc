@@ -1,0 +1,92 @@
+// End-to-end correctness of the runtime against known answers no one here wrote:
+//  1. llama2.c's own greedy output for stories260K (after `convert llama2c`);
+//  2. llama.cpp's llama-simple greedy output for the four GGUFs llama.cpp made of the same model.
+// Each is run with the optimized kernels (auto) and with the scalar reference (--kernels ref).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_util.h"
+
+namespace edgedecode::test {
+namespace {
+
+const std::string kLlm = std::string(EDGEDECODE_TESTDATA) + "/llm";
+
+class Golden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Golden, Llama2cGreedy200MatchesRunC) {
+  const std::string gguf = TempPath("stories260K.gguf");
+  CommandResult conv = RunEdgedecode("convert llama2c " + kLlm + "/stories260K.bin --tokenizer " + kLlm +
+                                     "/tok512.bin -o " + gguf);
+  ASSERT_EQ(conv.exit_code, 0) << conv.err;
+  // run.c's -n 200 counts positions including BOS: 199 generated tokens.
+  CommandResult run = RunEdgedecode("run -m " + gguf + " --temp 0 -n 199 -t 2 --kernels " + GetParam());
+  std::remove(gguf.c_str());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::string expected = ReadFile(kLlm + "/stories260K.expected_t0_n200.txt");
+  ASSERT_FALSE(expected.empty());
+  ASSERT_FALSE(run.out.empty());
+  std::string got = run.out.substr(0, run.out.size() - 1);  // run prints a final newline
+  EXPECT_EQ(got, expected);
+}
+
+TEST_P(Golden, LlamaCppGgufsGreedy100MatchLlamaSimple) {
+  for (const char* type : {"f32", "f16", "q8_0-ffn_down_f16", "q4_0-ffn_down_f16"}) {
+    const std::string model = kLlm + "/gguf/stories260K." + type + ".gguf";
+    CommandResult run = RunEdgedecode("run -m " + model + " -p 'Once upon a time' --temp 0 -n 100 -t 2 --kernels " + GetParam());
+    ASSERT_EQ(run.exit_code, 0) << type << ": " << run.err;
+    // llama-simple prints the prompt's pieces (BOS as <s>), the 100 generated pieces, then "\n".
+    std::string golden = ReadFile(kLlm + "/gguf/golden/stories260K." + type + ".llama-simple.n100.once_upon_a_time.txt");
+    ASSERT_FALSE(golden.empty()) << type;
+    EXPECT_EQ("<s> Once upon a time" + run.out, golden) << type;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, Golden, ::testing::Values("auto", "ref"));
+
+TEST(RunErrors, BadModelsGiveClearErrors) {
+  CommandResult r = RunEdgedecode("run -m /nonexistent.gguf -p hi");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("/nonexistent.gguf"), std::string::npos) << r.err;
+  // A legacy-ggml file (whisper.cpp's VAD weights) is not GGUF.
+  r = RunEdgedecode("run -m " + kLlm + "/other/for-tests-silero-v6.2.0-ggml.bin -p hi");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("not a GGUF"), std::string::npos) << r.err;
+  // A vocab-only GGUF has no weights: the missing tensor is named.
+  r = RunEdgedecode("run -m " + std::string(EDGEDECODE_TESTDATA) + "/vocab/ggml-vocab-gpt-2.gguf -p hi");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("general.architecture"), std::string::npos) << r.err;
+}
+
+TEST(RunErrors, PromptLongerThanContext) {
+  CommandResult r = RunEdgedecode("run -m " + kLlm + "/gguf/stories260K.f32.gguf -c 8 -p 'Once upon a time there was a big dog'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("does not fit in the context"), std::string::npos) << r.err;
+}
+
+TEST(RunErrors, StopsAtContextEndAndSaysSo) {
+  CommandResult r = RunEdgedecode("run -m " + kLlm + "/gguf/stories260K.f32.gguf -c 16 --temp 0 -n 100 --ignore-eos -p 'Once upon a time' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"stop\":\"context\""), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("context full"), std::string::npos) << r.err;
+}
+
+TEST(Run, SameSeedSameTextAnyThreadCount) {
+  const std::string m = kLlm + "/gguf/stories260K.q8_0-ffn_down_f16.gguf";
+  const std::string args = "run -m " + m + " -p 'Once upon a time' --temp 1.0 -n 40 --json --seed ";
+  CommandResult a = RunEdgedecode(args + "7 -t 2");
+  CommandResult b = RunEdgedecode(args + "7 -t 1");
+  CommandResult c = RunEdgedecode(args + "8 -t 2");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out), jc = nlohmann::json::parse(c.out);
+  EXPECT_EQ(ja["tokens"], jb["tokens"]);
+  EXPECT_EQ(ja["text"], jb["text"]);
+  EXPECT_NE(ja["tokens"], jc["tokens"]);
+  EXPECT_FALSE(ja["text"].get<std::string>().empty());
+}
+
+}  // namespace
+}  // namespace edgedecode::test
