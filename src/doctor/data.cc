@@ -1,0 +1,486 @@
+#include "doctor/data.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "doctor/hash.h"
+#include "doctor/sniff.h"
+
+namespace edgedecode::doctor {
+namespace fs = std::filesystem;
+
+const char* SeverityName(Severity s) {
+  switch (s) {
+    case Severity::kInfo: return "info";
+    case Severity::kWarning: return "warning";
+    case Severity::kError: return "error";
+  }
+  return "error";
+}
+
+size_t DataReport::FilesWithFindings() const {
+  size_t n = 0;
+  for (const auto& f : files)
+    for (const auto& x : f.findings)
+      if (x.severity != Severity::kInfo) { ++n; break; }
+  return n;
+}
+
+namespace {
+
+bool ReadAll(const std::string& path, std::vector<uint8_t>* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  in.seekg(0, std::ios::end);
+  std::streamoff n = in.tellg();
+  if (n < 0) return false;
+  in.seekg(0);
+  out->resize(static_cast<size_t>(n));
+  if (n && !in.read(reinterpret_cast<char*>(out->data()), n)) return false;
+  return true;
+}
+
+std::string Renamed(const std::string& path, const char* ext) {
+  size_t slash = path.find_last_of('/');
+  size_t dot = path.find_last_of('.');
+  std::string stem = (dot == std::string::npos || (slash != std::string::npos && dot < slash)) ? path : path.substr(0, dot);
+  return stem + "." + ext;
+}
+
+Finding Note(const std::string& code, Severity sev, std::string msg) {
+  Finding f;
+  f.code = code;
+  f.severity = sev;
+  f.message = std::move(msg);
+  return f;
+}
+
+// Everything about one file that does not need its neighbours.
+void CheckOne(const std::string& abs, FileReport* r, const DataOptions& opt, std::vector<uint8_t>* buf) {
+  if (!ReadAll(abs, buf)) {
+    r->findings.push_back(Note("unreadable", Severity::kError, "cannot read the file"));
+    return;
+  }
+  const uint8_t* d = buf->data();
+  const size_t n = buf->size();
+  r->size = n;
+  if (opt.hash) r->sha256 = Sha256Hex(d, n);
+  r->content = SniffContent(d, std::min<size_t>(n, 4096), n);
+  r->by_extension = FormatFromExtension(r->path);
+  const bool ext_image = IsImageFormat(r->by_extension);
+  if (r->content == Format::kEmpty) {
+    if (ext_image || r->by_extension != Format::kUnknown)
+      r->findings.push_back(Note("empty", Severity::kError, "file is empty (0 bytes)"));
+    r->is_image = ext_image;
+    return;
+  }
+  const bool pnm_like = r->by_extension == Format::kPnm && n >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '7';
+  if (!ExtensionMatches(r->by_extension, r->content) && r->content != Format::kUnknown && !pnm_like) {
+    Finding f = Note("extension-mismatch", Severity::kError,
+                     "named ." + Extension(r->path) + " but the content is " + FormatName(r->content));
+    f.fix = "rename to " + Renamed(r->path, FormatExtension(r->content));
+    f.offset = 0;
+    r->findings.push_back(std::move(f));
+  }
+  Format decode_as = Format::kUnknown;
+  if (IsImageFormat(r->content)) decode_as = r->content;
+  else if (ext_image && r->content == Format::kUnknown) decode_as = r->by_extension;  // damaged signature
+  else if (r->by_extension == Format::kPnm && n >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '7')
+    decode_as = Format::kPnm;  // "P6" glued to its width: a broken header, not text
+  if (decode_as != Format::kUnknown) {
+    r->is_image = true;
+    ImageCheck c = CheckImage(decode_as, d, n);
+    r->image = c.info;
+    if (r->content == Format::kUnknown) {
+      // The extension's decoder is the only one that could apply; its failure is the finding.
+      if (c.findings.empty())
+        c.findings.push_back(Note("corrupt", Severity::kError, "signature not recognised, yet decodes as " + std::string(FormatName(decode_as))));
+    }
+    for (auto& f : c.findings) r->findings.push_back(std::move(f));
+    if (opt.hw && r->image.width > 0) {
+      for (auto& f : CheckAgainstHw(r->image, *opt.hw)) r->findings.push_back(std::move(f));
+    }
+    return;
+  }
+  if (ext_image) {
+    // HTML / JSON / text saved under an image name.
+    r->is_image = true;
+    r->image.format = r->content;
+    Finding f = Note("not-an-image", Severity::kError,
+                     std::string("content is ") + FormatName(r->content) + ", not an image (a saved error page or API reply?)");
+    f.offset = 0;
+    r->findings.push_back(std::move(f));
+    return;
+  }
+  const bool textish = r->content == Format::kText || r->content == Format::kJson ||
+                       r->content == Format::kXml || r->content == Format::kHtml;
+  const bool text_ext = r->by_extension == Format::kText || r->by_extension == Format::kJson ||
+                        r->by_extension == Format::kXml;
+  if (textish || text_ext) {
+    r->is_text = true;
+    r->text = DetectEncoding(d, n);
+    if (r->text.how == "undecidable") return;  // decided after the folder vote
+    Conversion conv;
+    for (auto& f : TextFindings(d, n, r->text, &conv)) r->findings.push_back(std::move(f));
+    if (opt.keep_text && (r->text.encoding != "UTF-8" || r->text.bom_bytes || !conv.bad.empty()))
+      r->utf8 = std::move(conv.utf8);
+  }
+}
+
+std::string Parent(const std::string& rel) {
+  size_t s = rel.find_last_of('/');
+  return s == std::string::npos ? "" : rel.substr(0, s);
+}
+
+// Short files the detector cannot judge take the majority encoding of their folder, if that
+// encoding decodes them cleanly; otherwise they stay undecidable.
+void VoteAndFinish(const DataOptions& opt, DataReport* rep) {
+  std::map<std::string, std::map<std::string, int>> votes;  // folder -> encoding -> files
+  for (const auto& f : rep->files)
+    if (f.is_text && f.text.how == "uchardet") votes[Parent(f.path)][f.text.encoding]++;
+  std::vector<uint8_t> buf;
+  for (auto& f : rep->files) {
+    if (!f.is_text || f.text.how != "undecidable") continue;
+    if (!ReadAll(rep->root + "/" + f.path, &buf)) continue;
+    auto it = votes.find(Parent(f.path));
+    if (it != votes.end()) {
+      std::string best;
+      int best_n = 0, total = 0;
+      for (auto& [enc, cnt] : it->second) {
+        total += cnt;
+        bool fits = std::find(f.text.candidates.begin(), f.text.candidates.end(), enc) != f.text.candidates.end();
+        if (fits && cnt > best_n) { best = enc; best_n = cnt; }
+      }
+      if (!best.empty()) {
+        f.text.encoding = best;
+        f.text.how = "folder-vote";
+        f.findings.push_back(Note("encoding-voted", Severity::kInfo,
+            "too short to detect; " + best + " chosen by " + std::to_string(best_n) + " of " +
+            std::to_string(total) + " detected files in its folder"));
+      }
+    }
+    Conversion conv;
+    for (auto& x : TextFindings(buf.data(), buf.size(), f.text, &conv)) f.findings.push_back(std::move(x));
+    if (opt.keep_text && !f.text.encoding.empty()) f.utf8 = std::move(conv.utf8);
+  }
+}
+
+}  // namespace
+
+Result<DataReport> CheckTree(const DataOptions& opt) {
+  std::error_code ec;
+  if (!fs::is_directory(opt.root, ec)) return IoError(opt.root + ": not a readable directory");
+  DataReport rep;
+  rep.root = opt.root;
+  while (rep.root.size() > 1 && rep.root.back() == '/') rep.root.pop_back();
+  auto t0 = std::chrono::steady_clock::now();
+  fs::recursive_directory_iterator it(rep.root, fs::directory_options::skip_permission_denied, ec);
+  if (ec) return IoError(opt.root + ": " + ec.message());
+  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    std::error_code ec2;
+    if (!it->is_regular_file(ec2) || it->is_symlink(ec2)) continue;
+    FileReport fr;
+    fr.path = fs::relative(it->path(), rep.root, ec2).generic_string();
+    rep.files.push_back(std::move(fr));
+  }
+  std::sort(rep.files.begin(), rep.files.end(),
+            [](const FileReport& a, const FileReport& b) { return a.path < b.path; });
+  int jobs = opt.jobs > 0 ? opt.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  jobs = std::max(1, std::min<int>(jobs, static_cast<int>(std::max<size_t>(1, rep.files.size()))));
+  rep.jobs = jobs;
+  std::atomic<size_t> next{0}, done{0};
+  auto worker = [&] {
+    std::vector<uint8_t> buf;
+    for (size_t i; (i = next.fetch_add(1)) < rep.files.size();) {
+      CheckOne(rep.root + "/" + rep.files[i].path, &rep.files[i], opt, &buf);
+      for (auto& f : rep.files[i].findings) f.path = rep.files[i].path;
+      done.fetch_add(1);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int j = 0; j < jobs; ++j) pool.emplace_back(worker);
+  if (opt.progress) {
+    const bool tty = isatty(STDERR_FILENO);
+    const size_t total = rep.files.size();
+    size_t last_line = 0;
+    while (done.load() < total) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      size_t d = done.load();
+      if (tty) {
+        int w = total ? static_cast<int>(40 * d / total) : 40;
+        std::fprintf(stderr, "\r[%.*s%*s] %zu/%zu files", w, "########################################", 40 - w, "", d, total);
+      } else if (d * 10 / std::max<size_t>(1, total) > last_line) {
+        last_line = d * 10 / std::max<size_t>(1, total);
+        std::fprintf(stderr, "doctor: checked %zu/%zu files\n", d, total);
+      }
+    }
+    if (tty) std::fprintf(stderr, "\r%*s\r", 60, "");
+  }
+  for (auto& t : pool) t.join();
+  VoteAndFinish(opt, &rep);
+  for (auto& f : rep.files)
+    for (auto& x : f.findings) x.path = f.path;
+  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return rep;
+}
+
+std::string ManifestText(const DataReport& r) {
+  std::string s;
+  for (const auto& f : r.files)
+    if (!f.sha256.empty()) s += f.sha256 + "  " + f.path + "\n";
+  return s;
+}
+
+Status VerifyAgainst(const std::string& manifest_path, DataReport* r) {
+  std::ifstream in(manifest_path);
+  if (!in) return IoError(manifest_path + ": cannot open manifest");
+  std::map<std::string, std::string> want;
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty()) continue;
+    if (line.size() < 66 || (line[64] != ' ') || (line[65] != ' ' && line[65] != '*'))
+      return Corrupt(manifest_path + ":" + std::to_string(lineno) + ": not a sha256sum line");
+    want[line.substr(66)] = line.substr(0, 64);
+  }
+  // The manifest itself may live in the tree; it is not an unexpected file.
+  std::error_code ec;
+  std::string self;
+  fs::path mp = fs::weakly_canonical(manifest_path, ec), rp = fs::weakly_canonical(r->root, ec);
+  auto rel = mp.lexically_relative(rp).generic_string();
+  if (!rel.empty() && rel.rfind("..", 0) != 0) self = rel;
+  std::map<std::string, FileReport*> have;
+  for (auto& f : r->files) have[f.path] = &f;
+  for (auto& [path, hex] : want) {
+    auto it = have.find(path);
+    if (it == have.end()) {
+      Finding f = Note("missing", Severity::kError, "listed in the manifest but not in the tree");
+      f.path = path;
+      FileReport ghost;
+      ghost.path = path;
+      ghost.findings.push_back(f);
+      r->files.push_back(std::move(ghost));
+      continue;
+    }
+    if (it->second->sha256 != hex) {
+      Finding f = Note("hash-mismatch", Severity::kError,
+                       "SHA-256 " + it->second->sha256 + " differs from the manifest's " + hex +
+                           " (changed or corrupted in transfer)");
+      f.path = path;
+      it->second->findings.push_back(f);
+    }
+  }
+  for (auto& f : r->files) {
+    if (want.count(f.path) || f.path == self || f.path == self + ".json") continue;
+    Finding x = Note("unexpected", Severity::kWarning, "in the tree but not in the manifest");
+    x.path = f.path;
+    f.findings.push_back(x);
+  }
+  std::sort(r->files.begin(), r->files.end(),
+            [](const FileReport& a, const FileReport& b) { return a.path < b.path; });
+  return Status::Ok();
+}
+
+namespace {
+
+nlohmann::json ToJson(const DataReport& r, const std::map<std::string, int>& by_format,
+                      const std::map<std::string, int>& by_finding) {
+  using nlohmann::json;
+  json j;
+  j["root"] = r.root;
+  j["files"] = r.files.size();
+  j["files_with_findings"] = r.FilesWithFindings();
+  j["seconds"] = r.seconds;
+  j["jobs"] = r.jobs;
+  j["by_format"] = by_format;
+  j["by_finding"] = by_finding;
+  json items = json::array(), findings = json::array();
+  for (const auto& f : r.files) {
+    json it = {{"path", f.path}, {"size", f.size}, {"format", FormatName(f.content)},
+               {"extension_format", FormatName(f.by_extension)}};
+    if (f.is_image) {
+      it["width"] = f.image.width;
+      it["height"] = f.image.height;
+      it["decoded"] = f.image.decoded;
+      if (f.image.format == Format::kJpeg) {
+        it["progressive"] = f.image.progressive;
+        it["arithmetic"] = f.image.arithmetic;
+        it["bit_depth"] = f.image.bit_depth;
+        it["cmyk"] = f.image.cmyk;
+        it["subsampling"] = f.image.subsampling;
+      }
+    }
+    if (f.is_text) {
+      it["encoding"] = f.text.encoding;
+      it["encoding_by"] = f.text.how;
+      it["detector_said"] = f.text.detector_said;
+      it["candidates"] = f.text.candidates;
+    }
+    if (!f.sha256.empty()) it["sha256"] = f.sha256;
+    items.push_back(std::move(it));
+    for (const auto& x : f.findings) {
+      json fj = {{"path", x.path}, {"code", x.code}, {"severity", SeverityName(x.severity)},
+                 {"message", x.message}};
+      if (x.offset >= 0) fj["offset"] = x.offset;
+      if (x.line >= 0) { fj["line"] = x.line; fj["column"] = x.column; }
+      if (!x.fix.empty()) fj["fix"] = x.fix;
+      findings.push_back(std::move(fj));
+    }
+  }
+  j["items"] = std::move(items);
+  j["findings"] = std::move(findings);
+  return j;
+}
+
+bool WriteFile(const fs::path& p, const void* data, size_t n) {
+  std::error_code ec;
+  fs::create_directories(p.parent_path(), ec);
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+  return static_cast<bool>(out);
+}
+
+// Writes fixed copies under out_dir; never touches the input tree. Returns the change log lines.
+std::vector<std::string> WriteFixes(const DataReport& r, const std::string& out_dir) {
+  std::vector<std::string> log;
+  std::vector<uint8_t> buf;
+  for (const auto& f : r.files) {
+    std::string target = f.path;
+    bool rename = false, reencode = false;
+    for (const auto& x : f.findings)
+      if (x.code == "extension-mismatch" && IsImageFormat(f.content)) rename = true;
+    if (f.is_text && !f.utf8.empty()) reencode = true;
+    if (!rename && !reencode) continue;
+    if (rename) target = Renamed(f.path, FormatExtension(f.content));
+    fs::path dst = fs::path(out_dir) / target;
+    bool ok;
+    std::string what;
+    if (reencode) {
+      ok = WriteFile(dst, f.utf8.data(), f.utf8.size());
+      size_t bad = 0;
+      for (const auto& x : f.findings) bad += x.code == "invalid-bytes";
+      what = "re-encoded " + f.text.encoding + (f.text.bom_bytes ? " (BOM dropped)" : "") + " -> UTF-8" +
+             (bad ? ", " + std::to_string(bad) + " bad sequence(s) -> U+FFFD" : "");
+    } else {
+      ok = ReadAll(r.root + "/" + f.path, &buf) && WriteFile(dst, buf.data(), buf.size());
+      what = std::string("copied with the extension of its content (") + FormatName(f.content) + ")";
+    }
+    log.push_back(f.path + " -> " + target + ": " + (ok ? what : "FAILED to write " + dst.string()));
+  }
+  return log;
+}
+
+}  // namespace
+
+int RunData(const DataCommand& cmd) {
+  DataOptions opt = cmd.opt;
+  if (cmd.fix && cmd.out_dir.empty()) {
+    std::fprintf(stderr, "doctor data: --fix needs --out DIR (the input tree is never modified)\n");
+    return 2;
+  }
+  if (!cmd.out_dir.empty()) {
+    std::error_code ec;
+    fs::path o = fs::weakly_canonical(cmd.out_dir, ec), r = fs::weakly_canonical(opt.root, ec);
+    auto rel = o.lexically_relative(r).generic_string();
+    if (rel.empty() || rel == "." || rel.rfind("..", 0) != 0) {
+      std::fprintf(stderr, "doctor data: --out %s is inside the input tree %s; choose a directory outside it\n",
+                   cmd.out_dir.c_str(), opt.root.c_str());
+      return 2;
+    }
+    opt.keep_text = true;
+  }
+  if (!cmd.manifest_path.empty() || !cmd.verify_path.empty()) opt.hash = true;
+  auto res = CheckTree(opt);
+  if (!res.ok()) {
+    std::fprintf(stderr, "doctor data: %s\n", res.status().message().c_str());
+    return 3;
+  }
+  DataReport& rep = res.value();
+  if (!cmd.verify_path.empty()) {
+    Status st = VerifyAgainst(cmd.verify_path, &rep);
+    if (!st.ok()) {
+      std::fprintf(stderr, "doctor data: %s\n", st.message().c_str());
+      return st.code() == StatusCode::kIoError ? 3 : 2;
+    }
+  }
+  // Drop the manifest we are about to write from our own listing concerns: nothing to do; it is
+  // written after the walk.
+  std::map<std::string, int> by_format, by_finding;
+  std::map<std::string, std::pair<int, int>> fmt_ok;  // format -> files, files with findings
+  for (const auto& f : rep.files) {
+    std::string fmt = f.size == 0 && f.content == Format::kUnknown && f.findings.size() && f.findings[0].code == "missing"
+                          ? "missing" : FormatName(f.content);
+    by_format[fmt]++;
+    bool any = false;
+    for (const auto& x : f.findings) {
+      by_finding[x.code]++;
+      any |= x.severity != Severity::kInfo;
+    }
+    fmt_ok[fmt].first++;
+    fmt_ok[fmt].second += any;
+  }
+  std::printf("doctor data: %s: %zu files, %zu with findings (%.2f s, %d threads)\n\n", rep.root.c_str(),
+              rep.files.size(), rep.FilesWithFindings(), rep.seconds, rep.jobs);
+  std::printf("  %-10s %7s %7s %9s\n", "format", "files", "clean", "findings");
+  for (auto& [fmt, c] : fmt_ok) std::printf("  %-10s %7d %7d %9d\n", fmt.c_str(), c.first, c.first - c.second, c.second);
+  if (!by_finding.empty()) {
+    std::printf("\n  %-26s %7s\n", "finding", "count");
+    for (auto& [code, c] : by_finding) std::printf("  %-26s %7d\n", code.c_str(), c);
+  }
+  bool printed_header = false;
+  for (const auto& f : rep.files) {
+    for (const auto& x : f.findings) {
+      if (!printed_header) { std::printf("\nfindings:\n"); printed_header = true; }
+      std::printf("  %s: %s [%s]: %s", x.path.c_str(), x.code.c_str(), SeverityName(x.severity), x.message.c_str());
+      if (x.line >= 0) std::printf(" (line %lld, column %lld)", static_cast<long long>(x.line), static_cast<long long>(x.column));
+      if (x.offset >= 0) std::printf(" at byte %lld", static_cast<long long>(x.offset));
+      std::printf("\n");
+      if (!x.fix.empty()) std::printf("      fix: %s\n", x.fix.c_str());
+    }
+  }
+  if (!cmd.json_path.empty()) {
+    std::ofstream out(cmd.json_path);
+    out << ToJson(rep, by_format, by_finding).dump(2) << "\n";
+    if (!out) { std::fprintf(stderr, "doctor data: cannot write %s\n", cmd.json_path.c_str()); return 3; }
+  }
+  if (!cmd.manifest_path.empty()) {
+    std::ofstream out(cmd.manifest_path);
+    out << ManifestText(rep);
+    nlohmann::json mj = nlohmann::json::array();
+    for (const auto& f : rep.files)
+      if (!f.sha256.empty()) mj.push_back({{"path", f.path}, {"size", f.size}, {"sha256", f.sha256}});
+    std::ofstream jout(cmd.manifest_path + ".json");
+    jout << mj.dump(2) << "\n";
+    if (!out || !jout) { std::fprintf(stderr, "doctor data: cannot write %s\n", cmd.manifest_path.c_str()); return 3; }
+    std::printf("\nmanifest: %s (sha256sum -c compatible, run from %s) and %s.json\n", cmd.manifest_path.c_str(),
+                rep.root.c_str(), cmd.manifest_path.c_str());
+  }
+  if (cmd.fix) {
+    auto log = WriteFixes(rep, cmd.out_dir);
+    std::string text;
+    for (auto& l : log) text += l + "\n";
+    fs::create_directories(cmd.out_dir);
+    WriteFile(fs::path(cmd.out_dir) / "doctor-fixes.log", text.data(), text.size());
+    std::printf("\nfix: %zu file(s) written to %s; log in %s/doctor-fixes.log (originals untouched)\n", log.size(),
+                cmd.out_dir.c_str(), cmd.out_dir.c_str());
+  }
+  for (const auto& f : rep.files)
+    for (const auto& x : f.findings)
+      if (x.severity != Severity::kInfo) return 1;
+  return 0;
+}
+
+}  // namespace edgedecode::doctor

@@ -1,0 +1,28 @@
+// A finding: one problem (or note) about one file, with a stable code for --json and scripts.
+// Plain value type; safe to copy between threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace edgedecode::doctor {
+
+enum class Severity { kInfo, kWarning, kError };
+const char* SeverityName(Severity s);
+
+// Stable finding codes (the strings are the contract with --json consumers):
+//   extension-mismatch, truncated, corrupt, unsupported-variant, empty, not-an-image,
+//   exceeds-hw-decoder, no-decoder, decoder-warning,
+//   encoding-not-utf8, encoding-undecidable, invalid-bytes, gb18030-version-sensitive, bom,
+//   hash-mismatch, missing, unexpected, unreadable
+struct Finding {
+  std::string path;      // relative to the scanned root
+  std::string code;
+  Severity severity = Severity::kError;
+  std::string message;   // what is wrong, in words (decoder's own message included where there is one)
+  int64_t offset = -1;   // byte offset in the file where known, else -1
+  int64_t line = -1, column = -1;  // text findings (1-based), else -1
+  std::string fix;       // what would fix it (e.g. the rename), empty if nothing automatic
+};
+
+}  // namespace edgedecode::doctor

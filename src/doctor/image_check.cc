@@ -1,0 +1,684 @@
+// Each decoder runs on an in-memory buffer with its error hooks routed into a per-call context, so
+// messages and byte offsets come from the decoder itself. setjmp/longjmp (libjpeg, libpng) only cross
+// frames holding plain C state.
+#include "doctor/image_check.h"
+
+#include <csetjmp>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include <gif_lib.h>
+#include <jpeglib.h>
+#include <jerror.h>
+#include <png.h>
+#include <tiffio.h>
+#include <webp/decode.h>
+#include <webp/demux.h>
+
+namespace edgedecode::doctor {
+namespace {
+
+Finding Make(const char* code, std::string msg, int64_t offset = -1,
+             Severity sev = Severity::kError) {
+  Finding f;
+  f.code = code;
+  f.message = std::move(msg);
+  f.offset = offset;
+  f.severity = sev;
+  return f;
+}
+
+uint32_t Le32(const uint8_t* p) {
+  return p[0] | p[1] << 8 | p[2] << 16 | static_cast<uint32_t>(p[3]) << 24;
+}
+uint16_t Le16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
+
+// Images bigger than this many pixels are not decoded (a decompression bomb costs memory and time);
+// the header checks still run.
+constexpr int64_t kMaxPixels = int64_t{1} << 28;
+
+// ---------------------------------------------------------------- JPEG
+struct JpegCtx {
+  jpeg_error_mgr mgr;
+  jmp_buf jump;
+  const uint8_t* base;
+  size_t n;
+  ImageCheck* out;
+  int warnings;
+};
+
+int64_t JpegOffset(j_common_ptr c) {
+  auto* d = reinterpret_cast<j_decompress_ptr>(c);
+  auto* ctx = reinterpret_cast<JpegCtx*>(c->err);
+  if (!d->src) return -1;
+  int64_t off = d->src->next_input_byte - ctx->base;
+  return (off >= 0 && off <= static_cast<int64_t>(ctx->n)) ? off : -1;
+}
+
+std::string JpegMessage(j_common_ptr c) {
+  char buf[JMSG_LENGTH_MAX];
+  c->err->format_message(c, buf);
+  return std::string("libjpeg: ") + buf;
+}
+
+void JpegEmit(j_common_ptr c, int level) {
+  if (level != -1) return;  // trace messages
+  auto* ctx = reinterpret_cast<JpegCtx*>(c->err);
+  if (++ctx->warnings > 20) return;  // one corrupt stream can warn thousands of times
+  const int code = c->err->msg_code;
+  const char* cls = "decoder-warning";
+  Severity sev = Severity::kWarning;
+  if (code == JWRN_JPEG_EOF) { cls = "truncated"; sev = Severity::kError; }
+  else if (code == JWRN_EXTRANEOUS_DATA || code == JWRN_HIT_MARKER || code == JWRN_MUST_RESYNC ||
+           code == JWRN_NOT_SEQUENTIAL || code == JWRN_BOGUS_PROGRESSION ||
+           code == JWRN_HUFF_BAD_CODE || code == JWRN_ARITH_BAD_CODE || code == JWRN_BOGUS_ICC) {
+    cls = "corrupt"; sev = Severity::kError;
+  }
+  // The mem source reports EOF when it runs dry: that is the end of the file.
+  int64_t off = code == JWRN_JPEG_EOF ? static_cast<int64_t>(ctx->n) : JpegOffset(c);
+  ctx->out->findings.push_back(Make(cls, JpegMessage(c) + " (libjpeg succeeds on this)", off, sev));
+}
+
+void JpegExit(j_common_ptr c) {
+  auto* ctx = reinterpret_cast<JpegCtx*>(c->err);
+  const int code = c->err->msg_code;
+  const char* cls = "corrupt";
+  if (code == JERR_INPUT_EMPTY || code == JERR_INPUT_EOF) cls = "truncated";
+  else if (code == JERR_BAD_PRECISION || code == JERR_ARITH_NOTIMPL || code == JERR_NOT_COMPILED ||
+           code == JERR_SOF_UNSUPPORTED || code == JERR_CCIR601_NOTIMPL)
+    cls = "unsupported-variant";
+  ctx->out->findings.push_back(Make(cls, JpegMessage(c), JpegOffset(c)));
+  std::longjmp(ctx->jump, 1);
+}
+
+void FillJpegInfo(jpeg_decompress_struct* d, ImageInfo* info) {
+  info->width = d->image_width;
+  info->height = d->image_height;
+  info->bit_depth = d->data_precision;
+  info->progressive = d->progressive_mode;
+  info->arithmetic = d->arith_code;
+  info->cmyk = d->jpeg_color_space == JCS_CMYK || d->jpeg_color_space == JCS_YCCK;
+  if (d->num_components == 1) info->subsampling = "gray";
+  else if (d->num_components >= 3 && d->comp_info) {
+    int h = d->comp_info[0].h_samp_factor, v = d->comp_info[0].v_samp_factor;
+    bool chroma_11 = d->comp_info[1].h_samp_factor == 1 && d->comp_info[1].v_samp_factor == 1 &&
+                     d->comp_info[2].h_samp_factor == 1 && d->comp_info[2].v_samp_factor == 1;
+    if (!chroma_11) info->subsampling = "other";
+    else if (h == 1 && v == 1) info->subsampling = "4:4:4";
+    else if (h == 2 && v == 1) info->subsampling = "4:2:2";
+    else if (h == 2 && v == 2) info->subsampling = "4:2:0";
+    else if (h == 1 && v == 2) info->subsampling = "4:4:0";
+    else if (h == 4 && v == 1) info->subsampling = "4:1:1";
+    else info->subsampling = "other";
+  }
+}
+
+// Kept out of line so the C++ objects of the caller are not in the setjmp frame.
+void DecodeJpeg(const uint8_t* data, size_t n, ImageCheck* out) {
+  jpeg_decompress_struct d;
+  JpegCtx ctx;
+  std::memset(&d, 0, sizeof d);
+  d.err = jpeg_std_error(&ctx.mgr);
+  ctx.mgr.emit_message = JpegEmit;
+  ctx.mgr.error_exit = JpegExit;
+  ctx.base = data;
+  ctx.n = n;
+  ctx.out = out;
+  ctx.warnings = 0;
+  JSAMPARRAY row = nullptr;
+  if (setjmp(ctx.jump)) {
+    if (d.image_width) FillJpegInfo(&d, &out->info);
+    jpeg_destroy_decompress(&d);
+    return;
+  }
+  jpeg_create_decompress(&d);
+  jpeg_mem_src(&d, data, static_cast<unsigned long>(n));
+  jpeg_read_header(&d, TRUE);
+  FillJpegInfo(&d, &out->info);
+  if (static_cast<int64_t>(d.image_width) * d.image_height > kMaxPixels) {
+    out->findings.push_back(Make("unsupported-variant",
+                                 "image too large to decode safely (" + std::to_string(d.image_width) +
+                                     "x" + std::to_string(d.image_height) + ")"));
+    jpeg_destroy_decompress(&d);
+    return;
+  }
+  // Speed: the fast integer IDCT and plain upsampling still run every entropy-coded bit.
+  d.dct_method = JDCT_IFAST;
+  d.do_fancy_upsampling = FALSE;
+  jpeg_start_decompress(&d);
+  row = (*d.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&d), JPOOL_IMAGE,
+                               d.output_width * d.output_components, 1);
+  while (d.output_scanline < d.output_height) jpeg_read_scanlines(&d, row, 1);
+  jpeg_finish_decompress(&d);
+  jpeg_destroy_decompress(&d);
+  out->info.decoded = true;
+}
+
+// ---------------------------------------------------------------- PNG
+struct PngCtx {
+  const uint8_t* data;
+  size_t n;
+  size_t pos;
+  bool eof;
+  jmp_buf jump;
+  ImageCheck* out;
+};
+
+void PngRead(png_structp png, png_bytep dst, png_size_t len) {
+  auto* ctx = static_cast<PngCtx*>(png_get_io_ptr(png));
+  if (len > ctx->n - ctx->pos) {
+    ctx->eof = true;
+    png_error(png, "unexpected end of file");
+  }
+  std::memcpy(dst, ctx->data + ctx->pos, len);
+  ctx->pos += len;
+}
+
+void PngError(png_structp png, png_const_charp msg) {
+  auto* ctx = static_cast<PngCtx*>(png_get_error_ptr(png));
+  const char* cls = ctx->eof ? "truncated" : "corrupt";
+  if (!ctx->eof && (std::strstr(msg, "exceeds user limit") || std::strstr(msg, "too large")))
+    cls = "unsupported-variant";
+  ctx->out->findings.push_back(
+      Make(cls, std::string("libpng: ") + msg, static_cast<int64_t>(ctx->pos)));
+  std::longjmp(ctx->jump, 1);
+}
+
+void PngWarn(png_structp png, png_const_charp msg) {
+  auto* ctx = static_cast<PngCtx*>(png_get_error_ptr(png));
+  if (ctx->out->findings.size() > 20) return;
+  // A CRC error in an ancillary chunk is data damage libpng forgives; other warnings are notes.
+  bool crc = std::strstr(msg, "CRC") != nullptr;
+  ctx->out->findings.push_back(Make(crc ? "corrupt" : "decoder-warning",
+                                    std::string("libpng warning: ") + msg,
+                                    static_cast<int64_t>(ctx->pos),
+                                    crc ? Severity::kError : Severity::kWarning));
+}
+
+void DecodePng(const uint8_t* data, size_t n, ImageCheck* out) {
+  PngCtx ctx{data, n, 0, false, {}, out};
+  if (n < 8 || png_sig_cmp(data, 0, 8) != 0) {
+    size_t bad = 0;
+    static const uint8_t kSig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+    while (bad < 8 && bad < n && data[bad] == kSig[bad]) ++bad;
+    out->findings.push_back(Make(n < 8 ? "truncated" : "corrupt",
+                                 "PNG signature damaged at byte " + std::to_string(bad) +
+                                     " (a text-mode transfer rewrites CR/LF bytes like this)",
+                                 static_cast<int64_t>(bad)));
+    return;
+  }
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &ctx, PngError, PngWarn);
+  png_infop info = png ? png_create_info_struct(png) : nullptr;
+  if (!info) {
+    out->findings.push_back(Make("corrupt", "libpng: out of memory"));
+    png_destroy_read_struct(&png, nullptr, nullptr);
+    return;
+  }
+  png_bytep row = nullptr;
+  if (setjmp(ctx.jump)) {
+    std::free(row);
+    png_destroy_read_struct(&png, &info, nullptr);
+    return;
+  }
+  png_set_read_fn(png, &ctx, PngRead);
+  png_set_crc_action(png, PNG_CRC_ERROR_QUIT, PNG_CRC_WARN_DISCARD);
+  png_read_info(png, info);
+  out->info.width = png_get_image_width(png, info);
+  out->info.height = png_get_image_height(png, info);
+  out->info.bit_depth = png_get_bit_depth(png, info);
+  out->info.progressive = png_get_interlace_type(png, info) != PNG_INTERLACE_NONE;
+  if (out->info.width * out->info.height > kMaxPixels) {
+    out->findings.push_back(Make("unsupported-variant", "image too large to decode safely"));
+    png_destroy_read_struct(&png, &info, nullptr);
+    return;
+  }
+  int passes = png_set_interlace_handling(png);
+  png_read_update_info(png, info);
+  row = static_cast<png_bytep>(std::malloc(png_get_rowbytes(png, info) + 16));
+  for (int p = 0; p < passes; ++p)
+    for (int64_t y = 0; y < out->info.height; ++y) png_read_row(png, row, nullptr);
+  png_read_end(png, info);
+  std::free(row);
+  row = nullptr;
+  png_destroy_read_struct(&png, &info, nullptr);
+  out->info.decoded = true;
+}
+
+// ---------------------------------------------------------------- WebP
+void DecodeWebp(const uint8_t* data, size_t n, ImageCheck* out) {
+  if (n >= 12) {
+    uint64_t riff = static_cast<uint64_t>(Le32(data + 4)) + 8;
+    if (riff > n) {
+      out->findings.push_back(Make("truncated",
+                                   "RIFF header says " + std::to_string(riff) + " bytes, file has " +
+                                       std::to_string(n),
+                                   static_cast<int64_t>(n)));
+    }
+  }
+  WebPBitstreamFeatures feat;
+  VP8StatusCode st = WebPGetFeatures(data, n, &feat);
+  auto classify = [](VP8StatusCode s) {
+    switch (s) {
+      case VP8_STATUS_NOT_ENOUGH_DATA: return "truncated";
+      case VP8_STATUS_UNSUPPORTED_FEATURE: return "unsupported-variant";
+      default: return "corrupt";
+    }
+  };
+  if (st != VP8_STATUS_OK) {
+    if (out->findings.empty())
+      out->findings.push_back(Make(classify(st), "libwebp: WebPGetFeatures status " + std::to_string(st)));
+    return;
+  }
+  out->info.width = feat.width;
+  out->info.height = feat.height;
+  if (feat.has_animation) {
+    WebPData wd{data, n};
+    WebPAnimDecoderOptions opt;
+    WebPAnimDecoderOptionsInit(&opt);
+    WebPAnimDecoder* dec = WebPAnimDecoderNew(&wd, &opt);
+    if (!dec) {
+      out->findings.push_back(Make("corrupt", "libwebp: cannot parse animated WebP container"));
+      return;
+    }
+    WebPAnimInfo ai;
+    WebPAnimDecoderGetInfo(dec, &ai);
+    int frames = 0;
+    while (WebPAnimDecoderHasMoreFrames(dec)) {
+      uint8_t* buf;
+      int ts;
+      if (!WebPAnimDecoderGetNext(dec, &buf, &ts)) {
+        out->findings.push_back(Make("corrupt", "libwebp: frame " + std::to_string(frames) + " failed to decode"));
+        WebPAnimDecoderDelete(dec);
+        return;
+      }
+      ++frames;
+    }
+    out->info.frames = frames;
+    WebPAnimDecoderDelete(dec);
+    out->info.decoded = out->findings.empty();
+    return;
+  }
+  int w, h;
+  uint8_t* px = WebPDecodeRGBA(data, n, &w, &h);
+  if (!px) {
+    // Ask again for the status code to classify.
+    WebPDecoderConfig cfg;
+    WebPInitDecoderConfig(&cfg);
+    VP8StatusCode s2 = WebPDecode(data, n, &cfg);
+    WebPFreeDecBuffer(&cfg.output);
+    if (out->findings.empty() || s2 != VP8_STATUS_NOT_ENOUGH_DATA)
+      out->findings.push_back(Make(classify(s2), "libwebp: decode failed, status " + std::to_string(s2)));
+    return;
+  }
+  WebPFree(px);
+  out->info.decoded = out->findings.empty();
+}
+
+// ---------------------------------------------------------------- GIF
+struct GifCtx {
+  const uint8_t* data;
+  size_t n, pos;
+  bool eof;
+};
+
+int GifRead(GifFileType* g, GifByteType* dst, int len) {
+  auto* ctx = static_cast<GifCtx*>(g->UserData);
+  size_t take = std::min<size_t>(len, ctx->n - ctx->pos);
+  if (take < static_cast<size_t>(len)) ctx->eof = true;
+  std::memcpy(dst, ctx->data + ctx->pos, take);
+  ctx->pos += take;
+  return static_cast<int>(take);
+}
+
+void DecodeGif(const uint8_t* data, size_t n, ImageCheck* out) {
+  GifCtx ctx{data, n, 0, false};
+  int err = 0;
+  GifFileType* g = DGifOpen(&ctx, GifRead, &err);
+  auto fail = [&](int code) {
+    const char* cls = ctx.eof || code == D_GIF_ERR_READ_FAILED ? "truncated" : "corrupt";
+    const char* m = GifErrorString(code);
+    out->findings.push_back(Make(cls, std::string("giflib: ") + (m ? m : "error"),
+                                 static_cast<int64_t>(ctx.pos)));
+  };
+  if (!g) {
+    fail(err);
+    return;
+  }
+  out->info.width = g->SWidth;
+  out->info.height = g->SHeight;
+  std::vector<GifPixelType> line;
+  int frames = 0;
+  GifRecordType rec;
+  bool ok = true;
+  do {
+    if (DGifGetRecordType(g, &rec) == GIF_ERROR) { ok = false; break; }
+    if (rec == IMAGE_DESC_RECORD_TYPE) {
+      if (DGifGetImageDesc(g) == GIF_ERROR) { ok = false; break; }
+      const GifImageDesc& im = g->Image;
+      if (im.Left + im.Width > g->SWidth || im.Top + im.Height > g->SHeight) {
+        out->findings.push_back(Make("corrupt",
+            "frame " + std::to_string(frames) + " (" + std::to_string(im.Width) + "x" +
+            std::to_string(im.Height) + " at " + std::to_string(im.Left) + "," + std::to_string(im.Top) +
+            ") extends past the " + std::to_string(g->SWidth) + "x" + std::to_string(g->SHeight) +
+            " screen", static_cast<int64_t>(ctx.pos)));
+      }
+      if (static_cast<int64_t>(im.Width) * im.Height > kMaxPixels) {
+        out->findings.push_back(Make("unsupported-variant", "frame too large to decode safely"));
+        DGifCloseFile(g, &err);
+        return;
+      }
+      if (!g->Image.ColorMap && !g->SColorMap)
+        out->findings.push_back(Make("decoder-warning", "frame " + std::to_string(frames) +
+                                     " has no colour table (neither local nor global)", -1,
+                                     Severity::kWarning));
+      line.resize(std::max(1, im.Width));
+      for (int y = 0; y < im.Height && ok; ++y)
+        if (DGifGetLine(g, line.data(), im.Width) == GIF_ERROR) ok = false;
+      ++frames;
+    } else if (rec == EXTENSION_RECORD_TYPE) {
+      int ext_code;
+      GifByteType* ext;
+      if (DGifGetExtension(g, &ext_code, &ext) == GIF_ERROR) { ok = false; break; }
+      while (ext) {
+        if (DGifGetExtensionNext(g, &ext) == GIF_ERROR) { ok = false; break; }
+      }
+    }
+  } while (ok && rec != TERMINATE_RECORD_TYPE);
+  if (!ok) fail(g->Error);
+  out->info.frames = frames;
+  if (ok && frames == 0) out->findings.push_back(Make("corrupt", "GIF has no image frames"));
+  DGifCloseFile(g, &err);
+  out->info.decoded = ok && frames > 0;
+}
+
+// ---------------------------------------------------------------- TIFF
+struct TiffCtx {
+  const uint8_t* data;
+  size_t n;
+  uint64_t pos;
+  ImageCheck* out;
+  int errors;
+};
+
+tmsize_t TiffRead(thandle_t h, void* buf, tmsize_t len) {
+  auto* c = static_cast<TiffCtx*>(h);
+  if (c->pos >= c->n) return 0;
+  tmsize_t take = std::min<uint64_t>(len, c->n - c->pos);
+  std::memcpy(buf, c->data + c->pos, take);
+  c->pos += take;
+  return take;
+}
+tmsize_t TiffWrite(thandle_t, void*, tmsize_t) { return 0; }
+toff_t TiffSeek(thandle_t h, toff_t off, int whence) {
+  auto* c = static_cast<TiffCtx*>(h);
+  uint64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? c->pos : c->n;
+  c->pos = base + off;
+  return c->pos;
+}
+int TiffClose(thandle_t) { return 0; }
+toff_t TiffSize(thandle_t h) { return static_cast<TiffCtx*>(h)->n; }
+int TiffMap(thandle_t h, void** base, toff_t* size) {
+  auto* c = static_cast<TiffCtx*>(h);
+  *base = const_cast<uint8_t*>(c->data);
+  *size = c->n;
+  return 1;
+}
+void TiffUnmap(thandle_t, void*, toff_t) {}
+
+std::string Vformat(const char* fmt, va_list ap) {
+  char buf[512];
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  return buf;
+}
+
+int TiffErr(TIFF*, void* user, const char* module, const char* fmt, va_list ap) {
+  auto* c = static_cast<TiffCtx*>(user);
+  if (++c->errors > 10) return 1;
+  std::string m = Vformat(fmt, ap);
+  const char* cls = "corrupt";
+  if (m.find("Read error") != std::string::npos || m.find("EOF") != std::string::npos ||
+      m.find("past end") != std::string::npos || m.find("Cannot read") != std::string::npos)
+    cls = "truncated";
+  else if (m.find("not configured") != std::string::npos || m.find("not supported") != std::string::npos ||
+           m.find("Unsupported") != std::string::npos)
+    cls = "unsupported-variant";
+  c->out->findings.push_back(Make(cls, std::string("libtiff: ") + (module ? module : "") + ": " + m));
+  return 1;
+}
+int TiffWarn(TIFF*, void* user, const char* module, const char* fmt, va_list ap) {
+  auto* c = static_cast<TiffCtx*>(user);
+  if (c->out->findings.size() > 20) return 1;
+  // Unknown tags are normal in the wild; do not report them.
+  std::string m = Vformat(fmt, ap);
+  if (m.find("Unknown field") != std::string::npos) return 1;
+  c->out->findings.push_back(Make("decoder-warning", std::string("libtiff warning: ") +
+                                  (module ? module : "") + ": " + m, -1, Severity::kWarning));
+  return 1;
+}
+
+void DecodeTiff(const uint8_t* data, size_t n, ImageCheck* out) {
+  TiffCtx ctx{data, n, 0, out, 0};
+  TIFFOpenOptions* opts = TIFFOpenOptionsAlloc();
+  TIFFOpenOptionsSetErrorHandlerExtR(opts, TiffErr, &ctx);
+  TIFFOpenOptionsSetWarningHandlerExtR(opts, TiffWarn, &ctx);
+  TIFFOpenOptionsSetMaxSingleMemAlloc(opts, tmsize_t{1} << 30);
+  TIFF* t = TIFFClientOpenExt("mem", "rm", &ctx, TiffRead, TiffWrite, TiffSeek, TiffClose, TiffSize,
+                              TiffMap, TiffUnmap, opts);
+  TIFFOpenOptionsFree(opts);
+  if (!t) {
+    if (out->findings.empty()) out->findings.push_back(Make("corrupt", "libtiff: cannot open"));
+    return;
+  }
+  int dirs = 0;
+  bool ok = true;
+  std::vector<uint8_t> buf;
+  do {
+    uint32_t w = 0, h = 0;
+    uint16_t bps = 1, photometric = 0;
+    TIFFGetField(t, TIFFTAG_IMAGEWIDTH, &w);
+    TIFFGetField(t, TIFFTAG_IMAGELENGTH, &h);
+    TIFFGetFieldDefaulted(t, TIFFTAG_BITSPERSAMPLE, &bps);
+    TIFFGetField(t, TIFFTAG_PHOTOMETRIC, &photometric);
+    if (dirs == 0) {
+      out->info.width = w;
+      out->info.height = h;
+      out->info.bit_depth = bps;
+      out->info.cmyk = photometric == PHOTOMETRIC_SEPARATED;
+    }
+    if (static_cast<int64_t>(w) * h > kMaxPixels) {
+      out->findings.push_back(Make("unsupported-variant", "image too large to decode safely"));
+      ok = false;
+      break;
+    }
+    const bool tiled = TIFFIsTiled(t);
+    const uint32_t count = tiled ? TIFFNumberOfTiles(t) : TIFFNumberOfStrips(t);
+    const tmsize_t sz = tiled ? TIFFTileSize(t) : TIFFStripSize(t);
+    if (sz <= 0) { ok = false; if (out->findings.empty()) out->findings.push_back(Make("corrupt", "libtiff: zero strip/tile size")); break; }
+    buf.resize(sz);
+    for (uint32_t i = 0; i < count; ++i) {
+      tmsize_t r = tiled ? TIFFReadEncodedTile(t, i, buf.data(), sz) : TIFFReadEncodedStrip(t, i, buf.data(), sz);
+      if (r < 0) { ok = false; break; }
+    }
+    ++dirs;
+  } while (ok && dirs < 64 && TIFFReadDirectory(t));
+  out->info.frames = dirs;
+  TIFFClose(t);
+  if (!ok && out->findings.empty()) out->findings.push_back(Make("corrupt", "libtiff: strip/tile decode failed"));
+  out->info.decoded = ok;
+}
+
+// ---------------------------------------------------------------- BMP (header and size checks)
+void CheckDib(const uint8_t* data, size_t n, size_t dib_at, uint64_t pixel_at, bool in_ico,
+              ImageCheck* out) {
+  auto bad = [&](const char* cls, std::string m, int64_t off) {
+    out->findings.push_back(Make(cls, "BMP: " + m, off));
+  };
+  if (n < dib_at + 16) return bad("truncated", "file ends inside the info header", n);
+  uint32_t hs = Le32(data + dib_at);
+  if (hs != 12 && hs != 40 && hs != 52 && hs != 56 && hs != 64 && hs != 108 && hs != 124)
+    return bad("corrupt", "info header size " + std::to_string(hs) + " is not a known version", dib_at);
+  if (n < dib_at + hs) return bad("truncated", "file ends inside the info header", n);
+  int64_t w, h;
+  uint16_t planes, bpp;
+  uint32_t comp = 0, clr_used = 0;
+  if (hs == 12) {
+    w = Le16(data + dib_at + 4); h = static_cast<int16_t>(Le16(data + dib_at + 6));
+    planes = Le16(data + dib_at + 8); bpp = Le16(data + dib_at + 10);
+  } else {
+    w = static_cast<int32_t>(Le32(data + dib_at + 4)); h = static_cast<int32_t>(Le32(data + dib_at + 8));
+    planes = Le16(data + dib_at + 12); bpp = Le16(data + dib_at + 14);
+    comp = Le32(data + dib_at + 16);
+    clr_used = Le32(data + dib_at + 32);
+  }
+  if (in_ico) h /= 2;  // ICO DIBs carry the AND mask in the height
+  out->info.width = w;
+  out->info.height = h < 0 ? -h : h;
+  out->info.bit_depth = bpp;
+  if (planes != 1) return bad("corrupt", "planes is " + std::to_string(planes) + ", must be 1", dib_at + 12);
+  if (bpp != 1 && bpp != 2 && bpp != 4 && bpp != 8 && bpp != 16 && bpp != 24 && bpp != 32 && bpp != 64)
+    return bad("corrupt", "bit count " + std::to_string(bpp) + " is invalid", dib_at + 14);
+  if (w <= 0 || h == 0) return bad("corrupt", "width/height " + std::to_string(w) + "x" + std::to_string(h) + " is invalid", dib_at + 4);
+  if ((comp == 1 || comp == 2) && h < 0)
+    return bad("corrupt", "RLE bitmaps cannot be top-down (negative height)", dib_at + 8);
+  if ((comp == 1 && bpp != 8) || (comp == 2 && bpp != 4))
+    return bad("corrupt", "RLE compression " + std::to_string(comp) + " with bit count " + std::to_string(bpp), dib_at + 16);
+  if (comp > 6 && comp != 11 && comp != 12 && comp != 13)
+    return bad("unsupported-variant", "compression " + std::to_string(comp), dib_at + 16);
+  if (bpp <= 8 && clr_used > (1u << bpp))
+    return bad("corrupt", "palette of " + std::to_string(clr_used) + " colours for " + std::to_string(bpp) + "-bit pixels", dib_at + 32);
+  if (out->info.width * out->info.height > kMaxPixels)
+    return bad("unsupported-variant", "image too large (" + std::to_string(w) + "x" + std::to_string(h) + ")", dib_at + 4);
+  if (comp == 0 || comp == 3 || comp == 6) {
+    uint64_t stride = ((static_cast<uint64_t>(w) * bpp + 31) / 32) * 4;
+    uint64_t need = pixel_at + stride * static_cast<uint64_t>(out->info.height);
+    if (need > n)
+      return bad("truncated", "pixel data needs " + std::to_string(need) + " bytes, file has " + std::to_string(n), n);
+  } else if (comp == 1 || comp == 2) {
+    // Walk the RLE stream: every run must stay inside the image.
+    uint64_t p = pixel_at;
+    int64_t x = 0, y = 0;
+    const int64_t H = out->info.height;
+    while (true) {
+      if (p + 2 > n) return bad("truncated", "RLE data ends before end-of-bitmap", n);
+      uint8_t a = data[p], b = data[p + 1];
+      p += 2;
+      if (a > 0) { x += a; }
+      else if (b == 0) { x = 0; ++y; }
+      else if (b == 1) break;
+      else if (b == 2) { if (p + 2 > n) return bad("truncated", "RLE delta cut off", n); x += data[p]; y += data[p + 1]; p += 2; }
+      else { uint64_t bytes = comp == 1 ? b : (b + 1) / 2; p += (bytes + 1) & ~uint64_t{1}; x += b; }
+      if (x > w || y > H) return bad("corrupt", "RLE run writes outside the image", static_cast<int64_t>(p));
+    }
+  }
+  if (!in_ico) out->info.decoded = true;
+}
+
+void CheckBmp(const uint8_t* data, size_t n, ImageCheck* out) {
+  if (n < 26) { out->findings.push_back(Make("truncated", "BMP: file ends inside the file header", n)); return; }
+  uint32_t file_size = Le32(data + 2), off = Le32(data + 10);
+  size_t before = out->findings.size();
+  if (off >= n) { out->findings.push_back(Make("truncated", "BMP: pixel data offset " + std::to_string(off) + " is past the end of the file (" + std::to_string(n) + " bytes)", 10)); return; }
+  CheckDib(data, n, 14, off, false, out);
+  if (out->findings.size() == before && file_size != n && file_size != 0)
+    out->findings.push_back(Make("decoder-warning", "BMP: header says file size " + std::to_string(file_size) + ", actual " + std::to_string(n), 2, Severity::kWarning));
+}
+
+void CheckIco(const uint8_t* data, size_t n, ImageCheck* out) {
+  uint16_t count = Le16(data + 4);
+  if (n < 6 + 16ull * count) { out->findings.push_back(Make("truncated", "ICO: directory of " + std::to_string(count) + " entries is cut off", n)); return; }
+  for (int i = 0; i < count; ++i) {
+    const uint8_t* e = data + 6 + 16 * i;
+    uint32_t size = Le32(e + 8), off = Le32(e + 12);
+    if (static_cast<uint64_t>(off) + size > n) {
+      out->findings.push_back(Make("truncated", "ICO: entry " + std::to_string(i) + " (" + std::to_string(size) + " bytes at " + std::to_string(off) + ") runs past the end", 6 + 16 * i));
+      return;
+    }
+    const uint8_t* img = data + off;
+    if (size >= 8 && png_sig_cmp(img, 0, 8) == 0) {
+      ImageCheck sub;
+      DecodePng(img, size, &sub);
+      for (Finding& f : sub.findings) { f.message = "ICO entry " + std::to_string(i) + ": " + f.message; if (f.offset >= 0) f.offset += off; out->findings.push_back(f); }
+      if (i == 0) out->info = sub.info;
+    } else {
+      ImageCheck sub;
+      CheckDib(img, size, 0, Le32(img) , true, &sub);  // pixel check skipped for palettes
+      for (Finding& f : sub.findings) { if (f.code == "truncated" && f.message.find("pixel data") != std::string::npos) continue; f.message = "ICO entry " + std::to_string(i) + ": " + f.message; if (f.offset >= 0) f.offset += off; out->findings.push_back(f); }
+      if (i == 0) out->info = sub.info;
+    }
+  }
+  out->info.format = Format::kIco;
+  out->info.frames = count;
+  out->info.decoded = out->findings.empty();
+}
+
+// ---------------------------------------------------------------- PNM
+void CheckPnm(const uint8_t* data, size_t n, ImageCheck* out) {
+  size_t p = 2;
+  auto next = [&](int64_t* v) {
+    while (p < n) {
+      if (data[p] == '#') { while (p < n && data[p] != '\n') ++p; }
+      else if (std::isspace(data[p])) ++p;
+      else break;
+    }
+    size_t start = p;
+    bool neg = p < n && data[p] == '-';
+    if (neg) ++p;
+    int64_t x = 0;
+    while (p < n && std::isdigit(data[p]) && x < (int64_t{1} << 40)) x = x * 10 + (data[p++] - '0');
+    if (p == start || (neg && p == start + 1)) return false;
+    *v = neg ? -x : x;
+    return true;
+  };
+  int64_t w, h, maxv = 1;
+  char kind = static_cast<char>(data[1]);
+  if (kind == '7') { out->findings.push_back(Make("no-decoder", "PAM (P7) is not checked", -1, Severity::kInfo)); return; }
+  if (!next(&w) || !next(&h) || (kind != '1' && kind != '4' && !next(&maxv))) {
+    out->findings.push_back(Make(p >= n ? "truncated" : "corrupt", "PNM: header is incomplete", p));
+    return;
+  }
+  out->info.width = w; out->info.height = h;
+  if (w <= 0 || h <= 0 || maxv <= 0 || maxv > 65535) {
+    out->findings.push_back(Make("corrupt", "PNM: size " + std::to_string(w) + "x" + std::to_string(h) + " / maxval " + std::to_string(maxv) + " is invalid", 3));
+    return;
+  }
+  if (kind >= '4') {
+    int ch = kind == '6' ? 3 : 1;
+    uint64_t row = kind == '4' ? (w + 7) / 8 : w * ch * (maxv > 255 ? 2 : 1);
+    if (p + 1 + row * h > n) { out->findings.push_back(Make("truncated", "PNM: pixel data needs " + std::to_string(p + 1 + row * h) + " bytes, file has " + std::to_string(n), n)); return; }
+  }
+  out->info.decoded = true;
+}
+
+}  // namespace
+
+ImageCheck CheckImage(Format format, const uint8_t* data, size_t n) {
+  ImageCheck out;
+  out.info.format = format;
+  if (n == 0) {
+    out.findings.push_back(Make("empty", "file is empty (0 bytes)", 0));
+    return out;
+  }
+  switch (format) {
+    case Format::kJpeg: DecodeJpeg(data, n, &out); break;
+    case Format::kPng: DecodePng(data, n, &out); break;
+    case Format::kWebp: DecodeWebp(data, n, &out); break;
+    case Format::kGif: DecodeGif(data, n, &out); break;
+    case Format::kTiff: DecodeTiff(data, n, &out); break;
+    case Format::kBmp: CheckBmp(data, n, &out); break;
+    case Format::kIco: if (n < 6) out.findings.push_back(Make("truncated", "ICO header cut off", n)); else CheckIco(data, n, &out); break;
+    case Format::kPnm: CheckPnm(data, n, &out); break;
+    case Format::kHeif: case Format::kAvif:
+      out.findings.push_back(Make("no-decoder", std::string(FormatName(format)) +
+                                  ": no decoder in this build; only the container signature was checked",
+                                  -1, Severity::kInfo));
+      break;
+    default:
+      out.findings.push_back(Make("not-an-image", "not an image format", 0));
+  }
+  out.info.format = format;
+  return out;
+}
+
+}  // namespace edgedecode::doctor

@@ -1,0 +1,37 @@
+// Full decode of one image by the real decoders (libjpeg-turbo, libpng, libwebp, giflib, libtiff;
+// small hand-written checks for BMP/ICO/PNM headers), with each failure classified.
+// Thread-safe: every call owns its decoder state (no global handlers are installed).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "doctor/finding.h"
+#include "doctor/sniff.h"
+
+namespace edgedecode::doctor {
+
+// What the decoder learned about the image (from its header), for hardware-profile checks.
+struct ImageInfo {
+  Format format = Format::kUnknown;
+  int64_t width = 0, height = 0;
+  int bit_depth = 8;         // per channel (JPEG data precision, PNG bit depth, TIFF bits/sample)
+  bool progressive = false;  // JPEG progressive (SOF2/SOF10), PNG/GIF interlace
+  bool arithmetic = false;   // JPEG arithmetic coding (SOF9..)
+  bool cmyk = false;         // JPEG CMYK/YCCK, TIFF separated
+  std::string subsampling;   // JPEG chroma subsampling "4:2:0", "4:2:2", "4:4:4", "4:1:1", "gray", "other"
+  int frames = 1;
+  bool decoded = false;      // every pixel went through the decoder without error
+};
+
+struct ImageCheck {
+  ImageInfo info;
+  std::vector<Finding> findings;  // path left empty; the caller fills it
+};
+
+// Decodes `data` as `format` (the sniffed format, or the extension's when the signature is damaged).
+ImageCheck CheckImage(Format format, const uint8_t* data, size_t n);
+
+}  // namespace edgedecode::doctor

@@ -1,0 +1,31 @@
+// OCI image layouts checked offline (image-spec v1.1 layout, index, manifest, descriptors,
+// referrers), and a saved registry reply to a referrers request classified.
+// Pure functions over files; thread-compatible.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "doctor/finding.h"
+
+namespace edgedecode::doctor {
+
+struct OciReport {
+  std::vector<Finding> findings;   // path = blob or file inside the layout
+  int manifests = 0, blobs_checked = 0, referrers = 0;
+  std::vector<std::string> platforms;  // "linux/amd64 complete", "linux/arm64 INCOMPLETE"
+};
+// Codes: oci-layout-missing, oci-layout-invalid, index-invalid, unknown-media-type, digest-invalid,
+// digest-path-traversal, blob-missing, size-mismatch, digest-mismatch, manifest-invalid,
+// platform-incomplete, subject-missing, orphan-blob.
+OciReport CheckOciLayout(const std::string& dir);
+
+struct ReferrersVerdict {
+  std::string code;     // referrers-ok, referrers-html, referrers-login-redirect, referrers-not-found,
+                        // referrers-not-acceptable, referrers-not-index, referrers-unreadable
+  int http_status = 0;  // 0 if the file has no status line
+  std::string message;  // what it is and what to change
+};
+ReferrersVerdict ClassifyReferrersResponse(const std::string& path);
+
+}  // namespace edgedecode::doctor

@@ -1,0 +1,335 @@
+#include "doctor/text_check.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <iconv.h>
+#include <uchardet/uchardet.h>
+
+namespace edgedecode::doctor {
+namespace {
+
+// Files with fewer non-ASCII bytes than this are too short for a statistical detector.
+constexpr size_t kMinNonAscii = 24;
+
+// Length of the valid UTF-8 sequence at p (0 if invalid), strict per RFC 3629.
+size_t Utf8Len(const uint8_t* p, size_t n) {
+  uint8_t c = p[0];
+  if (c < 0x80) return 1;
+  size_t len;
+  uint32_t cp;
+  if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; }
+  else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; }
+  else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; }
+  else return 0;
+  if (n < len) return 0;
+  for (size_t i = 1; i < len; ++i) {
+    if ((p[i] & 0xC0) != 0x80) return 0;
+    cp = cp << 6 | (p[i] & 0x3F);
+  }
+  if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+      (cp >= 0xD800 && cp <= 0xDFFF))
+    return 0;
+  return len;
+}
+
+std::string Hex(const uint8_t* p, size_t n) {
+  std::string s;
+  char b[4];
+  for (size_t i = 0; i < n; ++i) {
+    std::snprintf(b, sizeof b, i ? " %02x" : "%02x", p[i]);
+    s += b;
+  }
+  return s;
+}
+
+// Maps uchardet's names onto glibc iconv's.
+std::string IconvName(const std::string& u) {
+  if (u == "UHC") return "CP949";
+  if (u == "MAC-CENTRALEUROPE") return "MAC-CENTRALEUROPE";
+  if (u == "ASCII") return "UTF-8";
+  if (u == "GEORGIAN-ACADEMY" || u == "GEORGIAN-PS") return u;  // glibc has both
+  return u;
+}
+
+// Decodes the whole buffer with iconv; true when no byte is rejected.
+bool DecodesCleanly(const uint8_t* data, size_t n, const char* enc) {
+  iconv_t cd = iconv_open("UTF-8", enc);
+  if (cd == reinterpret_cast<iconv_t>(-1)) return false;
+  char* in = reinterpret_cast<char*>(const_cast<uint8_t*>(data));
+  size_t inleft = n;
+  char buf[4096];
+  bool ok = true;
+  while (inleft > 0) {
+    char* out = buf;
+    size_t outleft = sizeof buf;
+    if (iconv(cd, &in, &inleft, &out, &outleft) == static_cast<size_t>(-1) && errno != E2BIG) {
+      ok = false;
+      break;
+    }
+  }
+  iconv_close(cd);
+  return ok;
+}
+
+}  // namespace
+
+bool IsStrictUtf8(const uint8_t* data, size_t n, size_t* first_bad) {
+  for (size_t i = 0; i < n;) {
+    size_t l = Utf8Len(data + i, n - i);
+    if (!l) {
+      if (first_bad) *first_bad = i;
+      return false;
+    }
+    i += l;
+  }
+  return true;
+}
+
+Detection DetectEncoding(const uint8_t* d, size_t n) {
+  Detection r;
+  for (size_t i = 0; i < n; ++i) r.non_ascii += d[i] >= 0x80;
+  // 1. Byte order marks (UTF-32 first: FF FE 00 00 starts like UTF-16LE).
+  if (n >= 4 && !std::memcmp(d, "\xFF\xFE\0\0", 4)) { r.encoding = "UTF-32LE"; r.bom_bytes = 4; }
+  else if (n >= 4 && !std::memcmp(d, "\0\0\xFE\xFF", 4)) { r.encoding = "UTF-32BE"; r.bom_bytes = 4; }
+  else if (n >= 3 && !std::memcmp(d, "\xEF\xBB\xBF", 3)) { r.encoding = "UTF-8"; r.bom_bytes = 3; }
+  else if (n >= 2 && !std::memcmp(d, "\xFF\xFE", 2)) { r.encoding = "UTF-16LE"; r.bom_bytes = 2; }
+  else if (n >= 2 && !std::memcmp(d, "\xFE\xFF", 2)) { r.encoding = "UTF-16BE"; r.bom_bytes = 2; }
+  if (!r.encoding.empty()) { r.how = "bom"; return r; }
+  // 2. Strict UTF-8 (pure ASCII is a subset).
+  size_t valid_multi = 0, invalid = 0;
+  for (size_t i = 0; i < n;) {
+    size_t l = Utf8Len(d + i, n - i);
+    if (!l) { ++invalid; ++i; continue; }
+    valid_multi += l > 1;
+    i += l;
+  }
+  if (invalid == 0) { r.encoding = "UTF-8"; r.how = r.non_ascii ? "utf-8" : "ascii"; return r; }
+  // 3. UTF-16/32 without a BOM: NUL bytes on one parity.
+  size_t nul[4] = {0, 0, 0, 0};
+  for (size_t i = 0; i < n; ++i) nul[i % 4] += d[i] == 0;
+  const size_t q = n / 4;
+  if (q >= 4) {
+    if (nul[1] + nul[2] + nul[3] > 2 * q && nul[0] < q / 4) r.encoding = "UTF-32LE";
+    else if (nul[0] + nul[1] + nul[2] > 2 * q && nul[3] < q / 4) r.encoding = "UTF-32BE";
+    else if (nul[1] + nul[3] > q && nul[0] + nul[2] < q / 8) r.encoding = "UTF-16LE";
+    else if (nul[0] + nul[2] > q && nul[1] + nul[3] < q / 8) r.encoding = "UTF-16BE";
+    if (!r.encoding.empty()) { r.how = "nul-pattern"; return r; }
+  }
+  // 4. Mostly valid UTF-8 with a few bad bytes: damage, not another encoding.
+  if (valid_multi >= 4 * invalid) {
+    r.encoding = "UTF-8";
+    r.how = "utf-8-with-invalid-bytes";
+    return r;
+  }
+  // 5. The detector, plus the candidates that decode the bytes cleanly.
+  uchardet_t ud = uchardet_new();
+  uchardet_handle_data(ud, reinterpret_cast<const char*>(d), n);
+  uchardet_data_end(ud);
+  const char* cs = uchardet_get_charset(ud);
+  r.detector_said = cs ? cs : "";
+  uchardet_delete(ud);
+  static const char* kCandidates[] = {"GB18030", "BIG5", "SHIFT_JIS", "EUC-JP", "CP949", "EUC-TW",
+                                      "ISO-2022-JP", "WINDOWS-1252", "WINDOWS-1251", "WINDOWS-1250",
+                                      "KOI8-R"};
+  for (const char* c : kCandidates)
+    if (DecodesCleanly(d, n, c)) r.candidates.push_back(c);
+  std::string det = IconvName(r.detector_said);
+  bool det_clean = !det.empty() && DecodesCleanly(d, n, det.c_str());
+  if (!det.empty() && det_clean && r.non_ascii >= kMinNonAscii) {
+    r.encoding = det;
+    r.how = "uchardet";
+  } else if (r.candidates.size() == 1 && r.non_ascii >= kMinNonAscii) {
+    r.encoding = r.candidates[0];
+    r.how = "uchardet";  // the detector abstained but only one encoding fits
+  } else {
+    r.how = "undecidable";
+    if (det_clean && !det.empty()) {
+      bool listed = false;
+      for (auto& c : r.candidates) listed |= c == det;
+      if (!listed) r.candidates.insert(r.candidates.begin(), det);
+    }
+  }
+  return r;
+}
+
+Conversion ConvertToUtf8(const uint8_t* data, size_t n, const std::string& enc, size_t skip_bom) {
+  Conversion c;
+  iconv_t cd = iconv_open("UTF-8", enc.c_str());
+  if (cd == reinterpret_cast<iconv_t>(-1)) {
+    c.error = "iconv cannot convert from " + enc;
+    return c;
+  }
+  std::string clean;  // the output without our U+FFFD, for the round trip
+  std::string expect; // the input without the bad sequences
+  int64_t line = 1, col = 1;
+  auto track = [&](const char* p, size_t len) {
+    for (size_t i = 0; i < len; ++i) {
+      unsigned char ch = p[i];
+      if (ch == '\n') { ++line; col = 1; }
+      else if ((ch & 0xC0) != 0x80) ++col;
+    }
+  };
+  size_t pos = skip_bom;
+  char buf[8192];
+  size_t good_from = pos;
+  while (pos < n) {
+    char* in = reinterpret_cast<char*>(const_cast<uint8_t*>(data)) + pos;
+    size_t inleft = n - pos;
+    char* out = buf;
+    size_t outleft = sizeof buf;
+    size_t rc = iconv(cd, &in, &inleft, &out, &outleft);
+    int err = errno;
+    size_t produced = out - buf;
+    c.utf8.append(buf, produced);
+    clean.append(buf, produced);
+    track(buf, produced);
+    pos = in - reinterpret_cast<const char*>(data);
+    if (rc != static_cast<size_t>(-1)) break;
+    if (err == E2BIG) continue;
+    // EILSEQ (invalid) or EINVAL (incomplete at end): one bad byte, or a run of them.
+    expect.append(reinterpret_cast<const char*>(data) + good_from, pos - good_from);
+    BadSequence b;
+    b.offset = static_cast<int64_t>(pos);
+    b.line = line;
+    b.column = col;
+    size_t len = 1;
+    iconv(cd, nullptr, nullptr, nullptr, nullptr);  // reset shift state
+    // Merge following bytes that also fail to start a character (up to 8).
+    while (err == EILSEQ && pos + len < n && len < 8) {
+      char* in2 = reinterpret_cast<char*>(const_cast<uint8_t*>(data)) + pos + len;
+      size_t left2 = std::min<size_t>(n - pos - len, 8);
+      char tmp[64];
+      char* o2 = tmp;
+      size_t ol2 = sizeof tmp;
+      size_t r2 = iconv(cd, &in2, &left2, &o2, &ol2);
+      int e2 = errno;
+      iconv(cd, nullptr, nullptr, nullptr, nullptr);
+      bool next_bad = r2 == static_cast<size_t>(-1) && e2 == EILSEQ &&
+                      in2 == reinterpret_cast<char*>(const_cast<uint8_t*>(data)) + pos + len;
+      if (!next_bad) break;
+      ++len;
+    }
+    if (err == EINVAL) len = n - pos;
+    b.length = len;
+    b.hex = Hex(data + pos, len);
+    for (size_t i = 0; i < len; ++i) c.utf8 += "\xEF\xBF\xBD";
+    col += static_cast<int64_t>(len);
+    c.bad.push_back(b);
+    pos += len;
+    good_from = pos;
+  }
+  if (good_from < n) expect.append(reinterpret_cast<const char*>(data) + good_from, n - good_from);
+  iconv_close(cd);
+  // Round trip: the clean UTF-8 back to the source encoding must give the good input bytes.
+  iconv_t back = iconv_open(enc.c_str(), "UTF-8");
+  if (back != reinterpret_cast<iconv_t>(-1)) {
+    std::string rt;
+    char* in = clean.data();
+    size_t inleft = clean.size();
+    bool ok = true;
+    while (inleft > 0) {
+      char* out = buf;
+      size_t outleft = sizeof buf;
+      size_t rc = iconv(back, &in, &inleft, &out, &outleft);
+      rt.append(buf, out - buf);
+      if (rc == static_cast<size_t>(-1) && errno != E2BIG) { ok = false; break; }
+    }
+    char* out = buf;
+    size_t outleft = sizeof buf;
+    iconv(back, nullptr, nullptr, &out, &outleft);  // flush shift state (ISO-2022)
+    rt.append(buf, out - buf);
+    iconv_close(back);
+    // A BOM-less re-encode of UTF-16/32 may add a BOM; compare without it.
+    std::string exp_nobom = expect;
+    c.round_trip_ok = ok && (rt == exp_nobom || (rt.size() > exp_nobom.size() &&
+                                                 rt.compare(rt.size() - exp_nobom.size(), exp_nobom.size(), exp_nobom) == 0));
+  }
+  return c;
+}
+
+std::vector<int64_t> Gb18030VersionSensitive(const uint8_t* d, size_t n) {
+  static const uint16_t kCodes[] = {0xA6D9, 0xA6DA, 0xA6DB, 0xA6DC, 0xA6DD, 0xA6DE, 0xA6DF,
+                                    0xA6EC, 0xA6ED, 0xA6F3, 0xFE59, 0xFE61, 0xFE66, 0xFE67,
+                                    0xFE6D, 0xFE7E, 0xFE90, 0xFEA0};
+  std::vector<int64_t> at;
+  for (size_t i = 0; i < n;) {
+    if (d[i] < 0x80) { ++i; continue; }
+    if (i + 3 < n && d[i + 1] >= 0x30 && d[i + 1] <= 0x39) { i += 4; continue; }  // four-byte form
+    if (i + 1 < n) {
+      uint16_t code = static_cast<uint16_t>(d[i] << 8 | d[i + 1]);
+      for (uint16_t k : kCodes)
+        if (k == code) at.push_back(static_cast<int64_t>(i));
+      i += 2;
+    } else {
+      ++i;
+    }
+  }
+  return at;
+}
+
+std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection& d,
+                                  Conversion* conv_out) {
+  std::vector<Finding> out;
+  auto add = [&](const char* code, Severity sev, std::string msg, int64_t off = -1) {
+    Finding f;
+    f.code = code;
+    f.severity = sev;
+    f.message = std::move(msg);
+    f.offset = off;
+    out.push_back(std::move(f));
+    return &out.back();
+  };
+  std::string cands;
+  for (const auto& c : d.candidates) cands += (cands.empty() ? "" : ", ") + c;
+  if (d.encoding.empty()) {
+    Finding* f = add("encoding-undecidable", Severity::kWarning,
+                     "not UTF-8, and too little non-ASCII text (" + std::to_string(d.non_ascii) +
+                         " bytes) to decide; uchardet said '" + d.detector_said + "', candidates: " +
+                         (cands.empty() ? "none" : cands));
+    size_t bad = 0;
+    IsStrictUtf8(data, n, &bad);
+    f->offset = static_cast<int64_t>(bad);
+    return out;
+  }
+  if (d.how == "bom" && d.encoding == "UTF-8") {
+    Finding* f = add("bom", Severity::kWarning,
+                     "UTF-8 with a byte order mark: many loaders keep U+FEFF in the first label", 0);
+    f->fix = "drop the 3-byte BOM";
+  }
+  Conversion conv = ConvertToUtf8(data, n, d.encoding, d.bom_bytes);
+  if (d.encoding != "UTF-8") {
+    size_t bad = 0;
+    IsStrictUtf8(data, n, &bad);
+    char hb[8];
+    std::snprintf(hb, sizeof hb, "0x%02x", bad < n ? data[bad] : 0);
+    std::string how = d.how == "folder-vote" ? "decided by voting across the folder"
+                    : d.how == "uchardet" ? "detected by uchardet"
+                    : d.how == "bom" ? "by its byte order mark"
+                    : "by its NUL-byte pattern";
+    Finding* f = add("encoding-not-utf8", Severity::kError,
+                     "encoded as " + d.encoding + " (" + how + (cands.empty() ? "" : "; candidates: " + cands) +
+                         "); read as UTF-8 it fails at byte " + hb,
+                     static_cast<int64_t>(bad));
+    f->fix = "convert " + d.encoding + " -> UTF-8" + (conv.round_trip_ok ? " (round trip checked)" : " (round trip FAILED)");
+  }
+  for (const BadSequence& b : conv.bad) {
+    Finding* f = add("invalid-bytes", Severity::kError,
+                     "bytes " + b.hex + " are not valid " + d.encoding + "; replaced by U+FFFD", b.offset);
+    f->line = b.line;
+    f->column = b.column;
+  }
+  if (!conv.error.empty()) add("encoding-not-utf8", Severity::kError, conv.error);
+  if (d.encoding == "GB18030" || d.encoding == "GBK" || d.encoding == "GB2312") {
+    for (int64_t off : Gb18030VersionSensitive(data, n)) {
+      add("gb18030-version-sensitive", Severity::kWarning,
+          "bytes " + Hex(data + off, 2) + " map to a private-use code point under GB18030-2005 "
+          "(glibc < 2.38, ICU < 73) but to a standard character under GB18030-2022", off);
+    }
+  }
+  if (conv_out) *conv_out = std::move(conv);
+  return out;
+}
+
+}  // namespace edgedecode::doctor

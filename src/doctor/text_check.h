@@ -1,0 +1,56 @@
+// Encoding of label/annotation text files: BOM, then strict UTF-8, then uchardet (with the
+// candidate encodings that decode the bytes cleanly), and conversion to UTF-8 with glibc iconv that
+// reports every unconvertible byte sequence by line, column, byte offset and hex.
+// Thread-safe: each call opens its own detector and iconv handles.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "doctor/finding.h"
+
+namespace edgedecode::doctor {
+
+struct Detection {
+  std::string encoding;  // iconv name ("UTF-8", "GB18030", "UTF-16LE", ...); empty if undecidable
+  std::string how;       // "ascii", "bom", "utf-8", "utf-8-with-invalid-bytes", "nul-pattern",
+                         // "uchardet", "undecidable", "folder-vote"
+  std::string detector_said;            // uchardet's raw answer ("" if not asked)
+  std::vector<std::string> candidates;  // encodings that decode the whole file without error
+  size_t bom_bytes = 0;
+  size_t non_ascii = 0;                 // bytes >= 0x80
+};
+
+Detection DetectEncoding(const uint8_t* data, size_t n);
+
+// One unconvertible byte sequence; each was replaced by U+FFFD in the output.
+struct BadSequence {
+  int64_t offset = 0;  // byte offset in the original file
+  int64_t line = 1, column = 1;  // 1-based, column in code points of the converted text
+  std::string hex;     // "d5 c4"
+  size_t length = 0;
+};
+
+struct Conversion {
+  std::string utf8;                 // the text in UTF-8, U+FFFD where a sequence was bad, BOM dropped
+  std::vector<BadSequence> bad;
+  bool round_trip_ok = false;       // converting back reproduces every byte that was not bad
+  std::string error;                // iconv could not open the encoding
+};
+
+Conversion ConvertToUtf8(const uint8_t* data, size_t n, const std::string& encoding, size_t skip_bom);
+
+// GB18030 two-byte codes whose mapping changed between GB18030-2005 (private use area) and
+// GB18030-2022 (standard code points); offsets of those present in the file.
+std::vector<int64_t> Gb18030VersionSensitive(const uint8_t* data, size_t n);
+
+// Is this strictly valid UTF-8 (no overlongs, surrogates or > U+10FFFF)?
+bool IsStrictUtf8(const uint8_t* data, size_t n, size_t* first_bad = nullptr);
+
+// Findings for one text file given its (possibly folder-voted) detection.
+std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection& d,
+                                  Conversion* conv_out = nullptr);
+
+}  // namespace edgedecode::doctor
