@@ -9,16 +9,16 @@ const char* kSupported = "llama, qwen2";
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> Model::Load(const std::string& path) {
+Result<std::unique_ptr<Model>> Model::Load(const std::string& path, bool load_tokenizer) {
   ED_ASSIGN_OR_RETURN(std::unique_ptr<gguf::File> file, gguf::File::Open(path));
   std::unique_ptr<Model> m(new Model());
   m->file_ = std::move(file);
-  Status st = m->Init();
+  Status st = m->Init(load_tokenizer);
   if (!st.ok()) return st.WithContext(path);
   return m;
 }
 
-Status Model::Init() {
+Status Model::Init(bool load_tokenizer) {
   const gguf::File& f = *file_;
   ED_ASSIGN_OR_RETURN(cfg_.arch, f.GetString("general.architecture"));
   if (cfg_.arch != "llama" && cfg_.arch != "qwen2")
@@ -111,6 +111,7 @@ Status Model::Init() {
   }
   ED_RETURN_IF_ERROR(vec("rope_freqs.weight", cfg_.n_rot / 2, &rope_freqs_, false));
 
+  if (!load_tokenizer) return Status::Ok();
   ED_ASSIGN_OR_RETURN(tokenizer_, tok::Tokenizer::FromGguf(f));
   if (tokenizer_->vocab_size() != cfg_.n_vocab)
     return Corrupt("the tokenizer has " + std::to_string(tokenizer_->vocab_size()) + " tokens but token_embd.weight has " +

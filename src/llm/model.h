@@ -69,7 +69,8 @@ class Model {
  public:
   // Opens and validates: architecture supported, required keys present, every tensor present with
   // the shape the architecture needs and a supported type. Errors name the file and the tensor/key.
-  static Result<std::unique_ptr<Model>> Load(const std::string& path);
+  // load_tokenizer=false skips the tokenizer (tests of the forward pass alone; tokenizer() is then invalid).
+  static Result<std::unique_ptr<Model>> Load(const std::string& path, bool load_tokenizer = true);
 
   const ModelConfig& config() const { return cfg_; }
   const tok::Tokenizer& tokenizer() const { return *tokenizer_; }
@@ -88,7 +89,7 @@ class Model {
 
  private:
   Model() = default;
-  Status Init();
+  Status Init(bool load_tokenizer);
 
   std::unique_ptr<gguf::File> file_;
   std::unique_ptr<tok::Tokenizer> tokenizer_;
