@@ -1,0 +1,193 @@
+// `edgedecode bench`: prefill (pp) and decode (tg) speed like llama-bench, with the decode roofline
+// (read bandwidth measured in the same run / bytes read per token) beside each decode figure.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "doctor/bandwidth.h"
+#include "llm/context.h"
+#include "llm/model.h"
+
+namespace edgedecode::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Stats {
+  double median = 0, min = 0, max = 0;
+};
+
+Stats Summarize(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  Stats s;
+  s.min = v.front();
+  s.max = v.back();
+  size_t n = v.size();
+  s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return s;
+}
+
+std::vector<int> ParseList(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(std::stoi(item));
+  }
+  return out;
+}
+
+// Deterministic token ids that avoid special tokens at the low end of the vocabulary.
+std::vector<int32_t> BenchTokens(int n, int n_vocab) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  uint64_t x = 12345;
+  for (int i = 0; i < n; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    t[static_cast<size_t>(i)] = static_cast<int32_t>(3 + (x >> 33) % static_cast<uint64_t>(std::max(1, n_vocab - 3)));
+  }
+  return t;
+}
+
+}  // namespace
+
+// Bytes decode reads per token at a given depth: every weight matrix once (the embedding is one row,
+// unless it doubles as the output matrix), the small float tensors, and the KV cache up to `depth`.
+double BytesPerToken(const llm::Model& m, int depth) {
+  double b = 0;
+  for (const llm::Weight* w : m.all_weights()) b += static_cast<double>(w->nbytes());
+  const llm::Weight& e = m.token_embd();
+  if (!m.config().tied_embeddings) b -= static_cast<double>(e.nbytes()) - static_cast<double>(RowBytes(e.type, e.cols));
+  const llm::ModelConfig& c = m.config();
+  b += 2.0 * c.n_layers * c.kv_dim() * 2.0 * depth;  // f16 K and V
+  return b;
+}
+
+int BenchMain(int argc, char** argv) {
+  CLI::App app{"Prefill and decode speed, median of repeated runs, with the decode roofline "
+               "(memory read bandwidth measured here / bytes read per token).",
+               "edgedecode bench"};
+  std::string model_path, threads_arg = "1,2", kernels_arg = "auto";
+  int n_prompt = 512, n_gen = 128, reps = 3, depth = 0, verify = 0, n_batch = 512;
+  bool json = false;
+  app.add_option("-m,--model", model_path, "GGUF model file")->required();
+  app.add_option("-p,--n-prompt", n_prompt, "prefill test length (0 = skip)")->capture_default_str();
+  app.add_option("-n,--n-gen", n_gen, "decode test length (0 = skip)")->capture_default_str();
+  app.add_option("-t,--threads", threads_arg, "thread counts, comma-separated")->capture_default_str();
+  app.add_option("-r,--repetitions", reps, "runs per test (the median is reported)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("-d,--depth", depth, "KV cache depth before the decode test")->capture_default_str();
+  app.add_option("-k,--verify", verify, "also time one forward pass over K tokens (speculative verify), as a multiple of one decode step");
+  app.add_option("-b,--batch", n_batch, "prefill batch")->capture_default_str();
+  app.add_option("--kernels", kernels_arg, "auto, ref, avx2, avx512, neon")->capture_default_str();
+  app.add_flag("--json", json, "one JSON object per result line");
+  CLI11_PARSE(app, argc, argv);
+
+  auto isa = kernels::ResolveIsa(kernels_arg);
+  if (!isa.ok()) {
+    std::fprintf(stderr, "edgedecode: %s\n", isa.status().message().c_str());
+    return 2;
+  }
+  auto model = llm::Model::Load(model_path);
+  if (!model.ok()) {
+    std::fprintf(stderr, "edgedecode: %s\n", model.status().message().c_str());
+    return 3;
+  }
+  const llm::Model& m = **model;
+  const double model_mib = static_cast<double>(m.file().file_size()) / (1 << 20);
+  if (!json)
+    std::printf("| model | size MiB | threads | kernels | test | t/s median | min..max | GB/s read | roofline t/s | %% of roofline |\n"
+                "|---|---|---|---|---|---|---|---|---|---|\n");
+  for (int threads : ParseList(threads_arg)) {
+    llm::ContextParams cp;
+    cp.n_threads = threads;
+    cp.isa = *isa;
+    cp.n_batch = n_batch;
+    cp.n_ctx = std::max(n_prompt, depth + n_gen + std::max(verify, 1) + 8);
+    auto ctx = llm::Context::Create(m, cp);
+    if (!ctx.ok()) {
+      std::fprintf(stderr, "edgedecode: %s\n", ctx.status().message().c_str());
+      return 2;
+    }
+    llm::Context& c = **ctx;
+    auto emit = [&](const std::string& test, const std::vector<double>& tps, double gbps, double roof) {
+      Stats s = Summarize(tps);
+      if (json) {
+        nlohmann::json j = {{"model", model_path}, {"size_bytes", m.file().file_size()}, {"threads", threads},
+                            {"kernels", kernels::IsaName(*isa)}, {"test", test}, {"tps_median", s.median},
+                            {"tps_min", s.min}, {"tps_max", s.max}, {"runs", tps.size()}};
+        if (roof > 0) j.update({{"read_gb_s", gbps}, {"roofline_tps", roof}, {"roofline_pct", 100 * s.median / roof}});
+        std::printf("%s\n", j.dump().c_str());
+      } else if (roof > 0) {
+        std::printf("| %s | %.0f | %d | %s | %s | %.2f | %.2f..%.2f | %.1f | %.2f | %.0f%% |\n", m.config().name.c_str(), model_mib,
+                    threads, kernels::IsaName(*isa), test.c_str(), s.median, s.min, s.max, gbps, roof, 100 * s.median / roof);
+      } else {
+        std::printf("| %s | %.0f | %d | %s | %s | %.2f | %.2f..%.2f | | | |\n", m.config().name.c_str(), model_mib, threads,
+                    kernels::IsaName(*isa), test.c_str(), s.median, s.min, s.max);
+      }
+      std::fflush(stdout);
+    };
+    if (n_prompt > 0) {
+      std::vector<int32_t> toks = BenchTokens(n_prompt, m.config().n_vocab);
+      std::vector<double> tps;
+      for (int r = 0; r <= reps; ++r) {  // run 0 warms up
+        c.Reset();
+        auto t0 = Clock::now();
+        Status st = c.Eval(toks.data(), n_prompt, false);
+        double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (!st.ok()) { std::fprintf(stderr, "edgedecode: %s\n", st.message().c_str()); return 1; }
+        if (r > 0) tps.push_back(n_prompt / s);
+      }
+      emit("pp" + std::to_string(n_prompt), tps, 0, 0);
+    }
+    if (n_gen > 0 || verify > 0) {
+      std::vector<int32_t> toks = BenchTokens(depth + n_gen + verify + 1, m.config().n_vocab);
+      std::vector<double> tps, gbps, step_s;
+      for (int r = 0; r <= reps; ++r) {
+        c.Reset();
+        if (depth > 0) {
+          Status st = c.Eval(toks.data(), depth, false);
+          if (!st.ok()) { std::fprintf(stderr, "edgedecode: %s\n", st.message().c_str()); return 1; }
+        }
+        // Bandwidth beside each run: the machine is shared, so one sample per run, not one per session.
+        if (r > 0) gbps.push_back(bench::MeasureReadBandwidth(threads, size_t{256} << 20, 2) );
+        auto t0 = Clock::now();
+        for (int i = 0; i < n_gen; ++i) c.Eval(&toks[static_cast<size_t>(depth + i)], 1, false);
+        double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (r > 0 && n_gen > 0) {
+          tps.push_back(n_gen / s);
+          step_s.push_back(s / n_gen);
+        }
+      }
+      const double bw = Summarize(gbps).median;
+      const double roof = bw * 1e9 / BytesPerToken(m, depth + n_gen / 2);
+      if (n_gen > 0) emit("tg" + std::to_string(n_gen) + (depth ? "@d" + std::to_string(depth) : ""), tps, bw, roof);
+      if (verify > 0 && n_gen > 0) {
+        std::vector<double> ratio;
+        const double step = Summarize(step_s).median;
+        for (int r = 0; r <= reps; ++r) {
+          c.Truncate(depth);
+          auto t0 = Clock::now();
+          c.Eval(&toks[static_cast<size_t>(depth)], verify, true);
+          double s = std::chrono::duration<double>(Clock::now() - t0).count();
+          if (r > 0) ratio.push_back(s / step);
+        }
+        Stats s = Summarize(ratio);
+        if (json) {
+          std::printf("%s\n", nlohmann::json({{"model", model_path}, {"threads", threads}, {"test", "verify" + std::to_string(verify)},
+                                              {"cost_vs_decode_step_median", s.median}}).dump().c_str());
+        } else {
+          std::printf("| %s | %.0f | %d | %s | verify%d | %.2fx one decode step | %.2f..%.2f | | | |\n", m.config().name.c_str(),
+                      model_mib, threads, kernels::IsaName(*isa), verify, s.median, s.min, s.max);
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace edgedecode::cli
