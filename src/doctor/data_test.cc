@@ -1,2 +1,169 @@
+#include "doctor/data.h"
+
+#include <iconv.h>
+
+#include <filesystem>
+#include <map>
+
 #include <gtest/gtest.h>
-TEST(Placeholder, Builds) { SUCCEED(); }
+
+#include "doctor/hash.h"
+#include "doctor/test_util.h"
+
+namespace edgedecode::doctor {
+namespace {
+namespace fs = std::filesystem;
+using testing::ReadBytes;
+using testing::TempDir;
+using testing::Testdata;
+using testing::WriteBytes;
+
+std::string Gbk(const std::string& utf8) {
+  iconv_t cd = iconv_open("GBK", "UTF-8");
+  std::string out(utf8.size() * 2 + 8, '\0');
+  char* in = const_cast<char*>(utf8.data());
+  size_t il = utf8.size(), ol = out.size();
+  char* o = out.data();
+  iconv(cd, &in, &il, &o, &ol);
+  iconv_close(cd);
+  out.resize(out.size() - ol);
+  return out;
+}
+
+const std::string kLabels = "猫\n狗\n鸟\n汽车\n自行车\n行人\n交通信号灯\n停车标志\n公共汽车\n卡车\n摩托车\n飞机\n火车\n船\n";
+
+// A small dataset with every kind of lie, made from the shared test images.
+void MakeTree(const std::string& root) {
+  WriteBytes(root + "/img/cat.png", ReadBytes(Testdata("images/pillow/hopper.jpg")));   // JPEG named .png
+  WriteBytes(root + "/img/dog.jpg", ReadBytes(Testdata("images/pillow/hopper.png")));   // PNG named .jpg
+  WriteBytes(root + "/img/bird.jpg", ReadBytes(Testdata("images/mitra/webp.webp")));    // WebP named .jpg
+  WriteBytes(root + "/img/ok.jpg", ReadBytes(Testdata("images/pillow/hopper.jpg")));
+  WriteBytes(root + "/img/page.jpg", std::string("<!DOCTYPE html><html><body>Access denied</body></html>\n"));
+  WriteBytes(root + "/img/empty.jpg", std::string());
+  WriteBytes(root + "/img/cut.jpg", ReadBytes(Testdata("images/pillow/truncated_jpeg.jpg")));
+  WriteBytes(root + "/labels.txt", Gbk(kLabels));
+  WriteBytes(root + "/classes.txt", std::string("cat\ndog\n"));
+}
+
+std::map<std::string, std::vector<std::string>> Codes(const DataReport& r) {
+  std::map<std::string, std::vector<std::string>> m;
+  for (const auto& f : r.files)
+    for (const auto& x : f.findings) m[f.path].push_back(x.code);
+  return m;
+}
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+std::map<std::string, std::string> HashTree(const std::string& root) {
+  std::map<std::string, std::string> m;
+  for (const auto& e : fs::recursive_directory_iterator(root))
+    if (e.is_regular_file()) m[e.path().string()] = Sha256File(e.path().string()).value();
+  return m;
+}
+
+TEST(Data, LyingExtensionsAndClasses) {
+  TempDir t;
+  MakeTree(t.path);
+  DataOptions opt;
+  opt.root = t.path;
+  opt.jobs = 2;
+  auto r = CheckTree(opt);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto c = Codes(r.value());
+  EXPECT_TRUE(Contains(c["img/cat.png"], "extension-mismatch"));
+  EXPECT_TRUE(Contains(c["img/dog.jpg"], "extension-mismatch"));
+  EXPECT_TRUE(Contains(c["img/bird.jpg"], "extension-mismatch"));
+  EXPECT_TRUE(Contains(c["img/page.jpg"], "not-an-image"));
+  EXPECT_TRUE(Contains(c["img/empty.jpg"], "empty"));
+  EXPECT_TRUE(Contains(c["img/cut.jpg"], "truncated"));
+  EXPECT_TRUE(Contains(c["labels.txt"], "encoding-not-utf8"));
+  EXPECT_EQ(c.count("img/ok.jpg"), 0u);
+  EXPECT_EQ(c.count("classes.txt"), 0u);
+  for (const auto& f : r.value().files)
+    for (const auto& x : f.findings)
+      if (x.code == "extension-mismatch" && f.path == "img/cat.png") EXPECT_EQ(x.fix, "rename to img/cat.jpg");
+}
+
+TEST(Data, FixNeverAltersInputAndWritesCopies) {
+  TempDir t, out;
+  MakeTree(t.path);
+  auto before = HashTree(t.path);
+  DataCommand cmd;
+  cmd.opt.root = t.path;
+  cmd.fix = true;
+  cmd.out_dir = out.path + "/fixed";
+  cmd.json_path = out.path + "/report.json";
+  EXPECT_EQ(RunData(cmd), 1);
+  EXPECT_EQ(HashTree(t.path), before);
+  EXPECT_TRUE(fs::exists(out.path + "/fixed/img/cat.jpg"));
+  EXPECT_TRUE(fs::exists(out.path + "/fixed/img/dog.png"));
+  EXPECT_TRUE(fs::exists(out.path + "/fixed/doctor-fixes.log"));
+  auto lab = ReadBytes(out.path + "/fixed/labels.txt");
+  EXPECT_EQ(std::string(lab.begin(), lab.end()), kLabels);
+  EXPECT_TRUE(fs::exists(out.path + "/report.json"));
+  // --fix without --out, or --out inside the input: usage errors, nothing written.
+  DataCommand bad = cmd;
+  bad.out_dir.clear();
+  EXPECT_EQ(RunData(bad), 2);
+  bad.out_dir = t.path + "/fixed";
+  EXPECT_EQ(RunData(bad), 2);
+  EXPECT_FALSE(fs::exists(t.path + "/fixed"));
+  EXPECT_EQ(HashTree(t.path), before);
+}
+
+TEST(Data, ManifestAndVerify) {
+  TempDir t, o;
+  MakeTree(t.path);
+  DataCommand cmd;
+  cmd.opt.root = t.path;
+  cmd.manifest_path = o.path + "/MANIFEST.sha256";
+  RunData(cmd);
+  ASSERT_TRUE(fs::exists(cmd.manifest_path));
+  ASSERT_TRUE(fs::exists(cmd.manifest_path + ".json"));
+  // A "lossy WebP" flip that decoders would accept: only the manifest sees it.
+  auto b = ReadBytes(t.path + "/img/ok.jpg");
+  b[b.size() / 2] ^= 1;
+  WriteBytes(t.path + "/img/ok.jpg", b);
+  fs::remove(t.path + "/classes.txt");
+  WriteBytes(t.path + "/new.txt", std::string("x\n"));
+  DataOptions opt;
+  opt.root = t.path;
+  opt.hash = true;
+  auto r = CheckTree(opt);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(VerifyAgainst(cmd.manifest_path, &r.value()).ok());
+  auto c = Codes(r.value());
+  EXPECT_TRUE(Contains(c["img/ok.jpg"], "hash-mismatch"));
+  EXPECT_TRUE(Contains(c["classes.txt"], "missing"));
+  EXPECT_TRUE(Contains(c["new.txt"], "unexpected"));
+  EXPECT_FALSE(Contains(c["img/dog.jpg"], "hash-mismatch"));
+}
+
+TEST(Data, ExitCodes) {
+  TempDir t;
+  WriteBytes(t.path + "/a.png", ReadBytes(Testdata("images/pillow/hopper.png")));
+  DataCommand cmd;
+  cmd.opt.root = t.path;
+  EXPECT_EQ(RunData(cmd), 0);
+  cmd.opt.root = t.path + "/does-not-exist";
+  EXPECT_EQ(RunData(cmd), 3);
+}
+
+TEST(Data, ShortFileDecidedByFolderVote) {
+  TempDir t;
+  for (int i = 0; i < 3; ++i) WriteBytes(t.path + "/l/" + std::to_string(i) + ".txt", Gbk(kLabels));
+  WriteBytes(t.path + "/l/short.txt", Gbk("狗熊\n")  /* b9 b7 ...: not UTF-8 (GBK 猫 c3 a8 would be) */);
+  DataOptions opt;
+  opt.root = t.path;
+  auto r = CheckTree(opt);
+  ASSERT_TRUE(r.ok());
+  for (const auto& f : r.value().files)
+    if (f.path == "l/short.txt") {
+      EXPECT_EQ(f.text.how, "folder-vote");
+      EXPECT_EQ(f.text.encoding, "GB18030");
+    }
+}
+
+}  // namespace
+}  // namespace edgedecode::doctor

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 
 #include <iconv.h>
 #include <uchardet/uchardet.h>
@@ -104,6 +105,14 @@ Detection DetectEncoding(const uint8_t* d, size_t n) {
     if (!l) { ++invalid; ++i; continue; }
     valid_multi += l > 1;
     i += l;
+  }
+  if (invalid == 0 && r.non_ascii == 0) {
+    // 7-bit ISO-2022 encodings are valid ASCII byte-wise; their escape sequences give them away.
+    std::string_view v(reinterpret_cast<const char*>(d), n);
+    if (v.find("\x1b$)C") != std::string_view::npos) { r.encoding = "ISO-2022-KR"; r.how = "escape-sequences"; return r; }
+    if (v.find("\x1b$B") != std::string_view::npos || v.find("\x1b$@") != std::string_view::npos) {
+      r.encoding = "ISO-2022-JP"; r.how = "escape-sequences"; return r;
+    }
   }
   if (invalid == 0) { r.encoding = "UTF-8"; r.how = r.non_ascii ? "utf-8" : "ascii"; return r; }
   // 3. UTF-16/32 without a BOM: NUL bytes on one parity.
@@ -307,6 +316,7 @@ std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection
     std::string how = d.how == "folder-vote" ? "decided by voting across the folder"
                     : d.how == "uchardet" ? "detected by uchardet"
                     : d.how == "bom" ? "by its byte order mark"
+                    : d.how == "escape-sequences" ? "by its ISO-2022 escape sequences"
                     : "by its NUL-byte pattern";
     Finding* f = add("encoding-not-utf8", Severity::kError,
                      "encoded as " + d.encoding + " (" + how + (cands.empty() ? "" : "; candidates: " + cands) +

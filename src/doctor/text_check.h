@@ -16,7 +16,7 @@ namespace edgedecode::doctor {
 struct Detection {
   std::string encoding;  // iconv name ("UTF-8", "GB18030", "UTF-16LE", ...); empty if undecidable
   std::string how;       // "ascii", "bom", "utf-8", "utf-8-with-invalid-bytes", "nul-pattern",
-                         // "uchardet", "undecidable", "folder-vote"
+                         // "escape-sequences", "uchardet", "undecidable", "folder-vote"
   std::string detector_said;            // uchardet's raw answer ("" if not asked)
   std::vector<std::string> candidates;  // encodings that decode the whole file without error
   size_t bom_bytes = 0;
