@@ -58,13 +58,13 @@ std::vector<int32_t> BenchTokens(int n, int n_vocab) {
 
 // Bytes decode reads per token at a given depth: every weight matrix once (the embedding is one row,
 // unless it doubles as the output matrix), the small float tensors, and the KV cache up to `depth`.
-double BytesPerToken(const llm::Model& m, int depth) {
+double BytesPerToken(const llm::Model& m, int depth, GgmlType kv) {
   double b = 0;
   for (const llm::Weight* w : m.all_weights()) b += static_cast<double>(w->nbytes());
   const llm::Weight& e = m.token_embd();
   if (!m.config().tied_embeddings) b -= static_cast<double>(e.nbytes()) - static_cast<double>(RowBytes(e.type, e.cols));
   const llm::ModelConfig& c = m.config();
-  b += 2.0 * c.n_layers * c.kv_dim() * 2.0 * depth;  // f16 K and V
+  b += static_cast<double>(llm::KvCacheBytes(c, depth, kv, kv));
   return b;
 }
 
@@ -75,6 +75,8 @@ int BenchMain(int argc, char** argv) {
   std::string model_path, threads_arg = "1,2", kernels_arg = "auto";
   int n_prompt = 512, n_gen = 128, reps = 3, depth = 0, verify = 0, n_batch = 512;
   bool json = false;
+  std::string kv_type = "f16";
+  app.add_option("--kv-type", kv_type, "KV cache type: f16, q8_0, q4_0, f32")->capture_default_str();
   app.add_option("-m,--model", model_path, "GGUF model file")->required();
   app.add_option("-p,--n-prompt", n_prompt, "prefill test length (0 = skip)")->capture_default_str();
   app.add_option("-n,--n-gen", n_gen, "decode test length (0 = skip)")->capture_default_str();
@@ -107,6 +109,8 @@ int BenchMain(int argc, char** argv) {
     cp.n_threads = threads;
     cp.isa = *isa;
     cp.n_batch = n_batch;
+    if (!ParseGgmlType(kv_type, &cp.type_k)) { std::fprintf(stderr, "edgedecode: unknown KV type '%s'\n", kv_type.c_str()); return 2; }
+    cp.type_v = cp.type_k;
     cp.n_ctx = std::max(n_prompt, depth + n_gen + std::max(verify, 1) + 8);
     auto ctx = llm::Context::Create(m, cp);
     if (!ctx.ok()) {
@@ -164,7 +168,7 @@ int BenchMain(int argc, char** argv) {
         }
       }
       const double bw = Summarize(gbps).median;
-      const double roof = bw * 1e9 / BytesPerToken(m, depth + n_gen / 2);
+      const double roof = bw * 1e9 / BytesPerToken(m, depth + n_gen / 2, cp.type_k);
       if (n_gen > 0) emit("tg" + std::to_string(n_gen) + (depth ? "@d" + std::to_string(depth) : ""), tps, bw, roof);
       if (verify > 0 && n_gen > 0) {
         std::vector<double> ratio;

@@ -1,12 +1,48 @@
 #include "llm/context.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <thread>
 
+#include "quant/blocks.h"
 #include "quant/quant.h"
 
 namespace edgedecode::llm {
+
+size_t KvCacheBytes(const ModelConfig& c, int n_ctx, GgmlType type_k, GgmlType type_v) {
+  return static_cast<size_t>(c.n_layers) * static_cast<size_t>(n_ctx) * (RowBytes(type_k, c.kv_dim()) + RowBytes(type_v, c.kv_dim()));
+}
+
+Status CheckKvType(const ModelConfig& c, GgmlType t, const char* which) {
+  if (t != GgmlType::kF32 && t != GgmlType::kF16 && t != GgmlType::kQ8_0 && t != GgmlType::kQ4_0)
+    return InvalidArgument(std::string(which) + " cache type " + TypeName(static_cast<uint32_t>(t)) + " is not supported (f32, f16, q8_0, q4_0)");
+  if (c.kv_dim() % TypeTraits(t).block_size != 0)
+    return InvalidArgument(std::string(which) + " cache type " + TypeName(static_cast<uint32_t>(t)) + " needs kv_heads x head_dim (" +
+                           std::to_string(c.kv_dim()) + ") to be a multiple of " + std::to_string(TypeTraits(t).block_size));
+  return Status::Ok();
+}
+
+namespace {
+
+// In-place normalized Walsh-Hadamard transform of n (a power of two) floats: orthogonal, its own inverse.
+void Hadamard(float* x, int n) {
+  for (int len = 1; len < n; len <<= 1) {
+    for (int i = 0; i < n; i += 2 * len) {
+      for (int j = i; j < i + len; ++j) {
+        const float a = x[j], b = x[j + len];
+        x[j] = a + b;
+        x[j + len] = a - b;
+      }
+    }
+  }
+  const float s = 1.0f / std::sqrt(static_cast<float>(n));
+  for (int i = 0; i < n; ++i) x[i] *= s;
+}
+
+bool IsPow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+}  // namespace
 
 Result<std::unique_ptr<Context>> Context::Create(const Model& model, const ContextParams& params) {
   const ModelConfig& c = model.config();
@@ -17,6 +53,11 @@ Result<std::unique_ptr<Context>> Context::Create(const Model& model, const Conte
   if (n_threads < 1) n_threads = 1;
   if (!kernels::IsaAvailable(params.isa))
     return InvalidArgument(std::string("kernels '") + kernels::IsaName(params.isa) + "' are not available on this CPU");
+  ED_RETURN_IF_ERROR(CheckKvType(model.config(), params.type_k, "K"));
+  ED_RETURN_IF_ERROR(CheckKvType(model.config(), params.type_v, "V"));
+  if (params.rotate_k == 1 && !IsPow2(model.config().head_dim))
+    return InvalidArgument("key rotation needs a power-of-two head dimension (this model has " +
+                           std::to_string(model.config().head_dim) + ")");
   return std::unique_ptr<Context>(new Context(model, params, n_ctx, n_threads));
 }
 
@@ -25,9 +66,12 @@ Context::Context(const Model& model, const ContextParams& params, int n_ctx, int
   const ModelConfig& c = model.config();
   const size_t nb = static_cast<size_t>(std::min(params.n_batch, n_ctx));
   params_.n_batch = static_cast<int>(nb);
-  const size_t kv = static_cast<size_t>(c.n_layers) * n_ctx * c.kv_dim();
-  k_cache_.assign(kv, 0);
-  v_cache_.assign(kv, 0);
+  k_row_ = RowBytes(params.type_k, c.kv_dim());
+  v_row_ = RowBytes(params.type_v, c.kv_dim());
+  k_cache_.assign(static_cast<size_t>(c.n_layers) * n_ctx * k_row_, 0);
+  v_cache_.assign(static_cast<size_t>(c.n_layers) * n_ctx * v_row_, 0);
+  rotate_k_ = params.rotate_k == 1 ||
+              (params.rotate_k < 0 && params.type_k == GgmlType::kQ4_0 && IsPow2(c.head_dim));
   x_.resize(nb * c.dim);
   xb_.resize(nb * c.dim);
   q_.resize(nb * c.q_dim());
@@ -128,27 +172,59 @@ void Context::Rope(float* v, int n_heads, int pos) const {
 
 // Causal attention of the m new tokens (positions p0..p0+m-1) over the cache, one (token, head) pair
 // per work item, with online softmax: no score matrix is materialized.
+void Context::LoadHead(const uint8_t* row, GgmlType t, int kvh, float* out, float* row_buf) const {
+  const int hd = model_.config().head_dim;
+  switch (t) {
+    case GgmlType::kF32:
+      std::memcpy(out, reinterpret_cast<const float*>(row) + static_cast<size_t>(kvh) * hd, sizeof(float) * hd);
+      return;
+    case GgmlType::kF16: {
+      const uint16_t* h = reinterpret_cast<const uint16_t*>(row) + static_cast<size_t>(kvh) * hd;
+      for (int d = 0; d < hd; ++d) out[d] = quant::HalfToFloat(h[d]);
+      return;
+    }
+    default:
+      if (hd % 32 == 0) {  // the head is whole blocks: decode only those
+        const size_t bs = TypeTraits(t).type_size;
+        quant::DequantizeRow(t, row + static_cast<size_t>(kvh) * (hd / 32) * bs, out, hd);
+      } else {  // blocks span heads (head_dim < 32): decode the row
+        quant::DequantizeRow(t, row, row_buf, model_.config().kv_dim());
+        std::memcpy(out, row_buf + static_cast<size_t>(kvh) * hd, sizeof(float) * hd);
+      }
+      return;
+  }
+}
+
+// Causal attention of the m new tokens (positions p0..p0+m-1) over the cache, one (token, head) pair
+// per work item, with online softmax: no score matrix is materialized, and the cache is read in its
+// stored type, one head slice at a time (never expanded to a full-precision copy).
 void Context::Attention(int layer, int m, int p0) {
   const ModelConfig& c = model_.config();
   const int hd = c.head_dim, kvd = c.kv_dim(), qd = c.q_dim();
   const int group = c.n_heads / c.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const uint16_t* kc = k_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * kvd;
-  const uint16_t* vc = v_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * kvd;
+  const uint8_t* kc = k_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * k_row_;
+  const uint8_t* vc = v_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * v_row_;
+  const GgmlType tk = params_.type_k, tv = params_.type_v;
   pool_.ParallelFor(static_cast<int64_t>(m) * c.n_heads, 1, [&](int64_t b, int64_t e, int) {
-    std::vector<float> acc(static_cast<size_t>(hd)), kf(static_cast<size_t>(hd));
+    std::vector<float> acc(static_cast<size_t>(hd)), kf(static_cast<size_t>(hd)), vf(static_cast<size_t>(hd)),
+        qr(static_cast<size_t>(hd)), row(static_cast<size_t>(kvd));
     for (int64_t item = b; item < e; ++item) {
       const int i = static_cast<int>(item / c.n_heads), h = static_cast<int>(item % c.n_heads);
       const int kvh = h / group;
       const float* q = q_.data() + static_cast<size_t>(i) * qd + static_cast<size_t>(h) * hd;
+      if (rotate_k_) {  // keys were stored rotated: rotate the query the same way
+        std::memcpy(qr.data(), q, sizeof(float) * hd);
+        Hadamard(qr.data(), hd);
+        q = qr.data();
+      }
       float mx = -INFINITY, sum = 0;
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int t = 0; t <= p0 + i; ++t) {
-        const uint16_t* kt = kc + static_cast<size_t>(t) * kvd + static_cast<size_t>(kvh) * hd;
+        LoadHead(kc + static_cast<size_t>(t) * k_row_, tk, kvh, kf.data(), row.data());
         float s = 0;
-        for (int d = 0; d < hd; ++d) s += q[d] * quant::Fp16ToFp32(kt[d]);
+        for (int d = 0; d < hd; ++d) s += q[d] * kf[static_cast<size_t>(d)];
         s *= scale;
-        const uint16_t* vt = vc + static_cast<size_t>(t) * kvd + static_cast<size_t>(kvh) * hd;
         if (s > mx) {
           const float r = std::exp(mx - s);  // rescale what was accumulated under the old max
           for (int d = 0; d < hd; ++d) acc[static_cast<size_t>(d)] *= r;
@@ -157,7 +233,8 @@ void Context::Attention(int layer, int m, int p0) {
         }
         const float w = std::exp(s - mx);
         sum += w;
-        for (int d = 0; d < hd; ++d) acc[static_cast<size_t>(d)] += w * quant::Fp16ToFp32(vt[d]);
+        LoadHead(vc + static_cast<size_t>(t) * v_row_, tv, kvh, vf.data(), row.data());
+        for (int d = 0; d < hd; ++d) acc[static_cast<size_t>(d)] += w * vf[static_cast<size_t>(d)];
       }
       float* out = att_.data() + static_cast<size_t>(i) * qd + static_cast<size_t>(h) * hd;
       for (int d = 0; d < hd; ++d) out[d] = acc[static_cast<size_t>(d)] / sum;
@@ -183,8 +260,8 @@ void Context::EvalBatch(const int32_t* tokens, int m, bool all_logits) {
     Linear(L.wq, xb_.data(), m, q_.data());
     Linear(L.wk, xb_.data(), m, k_.data());
     Linear(L.wv, xb_.data(), m, v_.data());
-    uint16_t* kc = k_cache_.data() + static_cast<size_t>(l) * n_ctx_ * kvd;
-    uint16_t* vc = v_cache_.data() + static_cast<size_t>(l) * n_ctx_ * kvd;
+    uint8_t* kc = k_cache_.data() + static_cast<size_t>(l) * n_ctx_ * k_row_;
+    uint8_t* vc = v_cache_.data() + static_cast<size_t>(l) * n_ctx_ * v_row_;
     for (int i = 0; i < m; ++i) {
       float* q = q_.data() + static_cast<size_t>(i) * qd;
       float* k = k_.data() + static_cast<size_t>(i) * kvd;
@@ -196,12 +273,11 @@ void Context::EvalBatch(const int32_t* tokens, int m, bool all_logits) {
       }
       Rope(q, c.n_heads, p0 + i);
       Rope(k, c.n_kv_heads, p0 + i);
-      uint16_t* kd = kc + static_cast<size_t>(p0 + i) * kvd;
-      uint16_t* vd = vc + static_cast<size_t>(p0 + i) * kvd;
-      for (int j = 0; j < kvd; ++j) {
-        kd[j] = quant::Fp32ToFp16(k[j]);
-        vd[j] = quant::Fp32ToFp16(v[j]);
+      if (rotate_k_) {
+        for (int h = 0; h < c.n_kv_heads; ++h) Hadamard(k + static_cast<size_t>(h) * c.head_dim, c.head_dim);
       }
+      quant::QuantizeRow(params_.type_k, k, kc + static_cast<size_t>(p0 + i) * k_row_, kvd);
+      quant::QuantizeRow(params_.type_v, v, vc + static_cast<size_t>(p0 + i) * v_row_, kvd);
     }
     Attention(l, m, p0);
     Linear(L.wo, att_.data(), m, tmp_.data());

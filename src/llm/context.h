@@ -22,7 +22,19 @@ struct ContextParams {
   int n_batch = 512;      // tokens per forward pass (prefill is chunked by this)
   int n_threads = 0;      // 0: all cores
   kernels::Isa isa = kernels::Isa::kRef;
+  // KV cache element types: f32, f16 (default), q8_0 or q4_0, separately for K and V.
+  GgmlType type_k = GgmlType::kF16;
+  GgmlType type_v = GgmlType::kF16;
+  // Rotate keys with a per-head Walsh-Hadamard transform before quantizing them (and queries alike,
+  // so q.k is unchanged): it spreads outlier channels over the block, which 4-bit blocks need.
+  // -1: on for 4-bit K, 0: off, 1: on.
+  int rotate_k = -1;
 };
+
+// Bytes the KV cache of a context takes: 2 x layers x n_ctx x row bytes of (kv_heads x head_dim).
+size_t KvCacheBytes(const ModelConfig& c, int n_ctx, GgmlType type_k, GgmlType type_v);
+// Whether a type can hold a KV row of this model (block size divides kv_dim).
+Status CheckKvType(const ModelConfig& c, GgmlType t, const char* which);
 
 // Time and bytes per op, filled when profiling is on.
 struct OpProfile {
@@ -62,6 +74,8 @@ class Context {
   void RmsNorm(const float* x, const std::vector<float>& w, int m, float* out) const;
   void Rope(float* v, int n_heads, int pos) const;
   void Attention(int layer, int m, int p0);
+  // Writes kv_dim floats of head kvh's slice of a cached row into out (hd floats); row_buf: kv_dim scratch.
+  void LoadHead(const uint8_t* row, GgmlType t, int kvh, float* out, float* row_buf) const;
 
   const Model& model_;
   ContextParams params_;
@@ -72,9 +86,14 @@ class Context {
   ThreadPool pool_;
   kernels::Activations acts_;
 
-  // KV cache, f16, stored per KV head (never expanded to the query heads).
-  std::vector<uint16_t> k_cache_;  // (layer, n_ctx, kv_dim)
-  std::vector<uint16_t> v_cache_;  // (layer, n_ctx, kv_dim)
+  bool rotate_k() const { return rotate_k_; }
+
+  // KV cache stored per KV head (never expanded to the query heads); each position's row of kv_dim
+  // elements is one row of type_k / type_v (quantized blocks span heads when head_dim < 32).
+  std::vector<uint8_t> k_cache_;  // (layer, n_ctx, RowBytes(type_k, kv_dim))
+  std::vector<uint8_t> v_cache_;  // (layer, n_ctx, RowBytes(type_v, kv_dim))
+  size_t k_row_ = 0, v_row_ = 0;  // bytes per position
+  bool rotate_k_ = false;
 
   // Scratch for one batch of up to n_batch tokens.
   std::vector<float> x_;      // (n_batch, dim) residual stream

@@ -23,6 +23,7 @@
 #include "cli/commands.h"
 #include "llm/context.h"
 #include "llm/model.h"
+#include "llm/cli_options.h"
 
 namespace edgedecode::cli {
 namespace {
@@ -51,15 +52,14 @@ struct LogitsHeader {
 int PerplexityMain(int argc, char** argv) {
   CLI::App app{"Perplexity over a text file, and KL divergence against saved base log-probabilities.",
                "edgedecode perplexity"};
-  std::string model_path, text_path, save_path, base_path, kernels_arg = "auto";
-  int n_ctx = 512, n_threads = 0, max_chunks = 0;
+  ModelOptions mo;
+  mo.n_ctx = 512;
+  mo.Add(app);
+  std::string text_path, save_path, base_path;
+  int max_chunks = 0;
   bool json = false;
-  app.add_option("-m,--model", model_path, "GGUF model file")->required();
   app.add_option("-f,--file", text_path, "UTF-8 text file")->required();
-  app.add_option("-c,--ctx-size", n_ctx, "window size in tokens")->capture_default_str()->check(CLI::Range(8, 1 << 20));
-  app.add_option("-t,--threads", n_threads, "threads (default: all cores)");
   app.add_option("--chunks", max_chunks, "score at most this many windows (0 = all)");
-  app.add_option("--kernels", kernels_arg, "auto, ref, avx2, avx512, neon")->capture_default_str();
   auto* save = app.add_option("--save-logits", save_path, "write the log-probabilities of every scored position (the base for --kld-base)");
   app.add_option("--kld-base", base_path, "compare with log-probabilities saved by --save-logits: mean KL(base || this)")->excludes(save);
   app.add_flag("--json", json, "print the result as one JSON object");
@@ -69,15 +69,17 @@ int PerplexityMain(int argc, char** argv) {
     std::fprintf(stderr, "edgedecode: %s\n", msg.c_str());
     return code;
   };
-  auto isa = kernels::ResolveIsa(kernels_arg);
-  if (!isa.ok()) return fail(2, isa.status().message());
+  const std::string& model_path = mo.model;
+  if (mo.n_ctx < 8) return fail(2, "-c must be at least 8");
   std::ifstream in(text_path, std::ios::binary);
   if (!in) return fail(3, text_path + ": cannot open");
   std::stringstream ss;
   ss << in.rdbuf();
-  auto model = llm::Model::Load(model_path);
-  if (!model.ok()) return fail(3, model.status().message());
-  const llm::Model& m = **model;
+  auto loaded = LoadModel(mo);
+  if (!loaded.ok()) return Fail(loaded.status());
+  const llm::Model& m = *loaded->model;
+  llm::Context& c = *loaded->ctx;
+  const int n_ctx = c.n_ctx();
   const tok::Tokenizer& tk = m.tokenizer();
   std::vector<int32_t> ids = tk.Encode(ss.str(), false);
   const bool add_bos = tk.add_bos_default() && tk.bos() >= 0;
@@ -89,13 +91,6 @@ int PerplexityMain(int argc, char** argv) {
                        " (use a smaller -c)");
   ids.resize(static_cast<size_t>(n_chunks) * body);
 
-  llm::ContextParams cp;
-  cp.n_ctx = n_ctx;
-  cp.n_threads = n_threads;
-  cp.isa = *isa;
-  auto ctx = llm::Context::Create(m, cp);
-  if (!ctx.ok()) return fail(2, ctx.status().message());
-  llm::Context& c = **ctx;
   const int nv = c.n_vocab();
   const int first_scored = n_ctx / 2;  // window position of the first scored prediction
   const uint64_t n_scored_total = static_cast<uint64_t>(n_chunks) * (n_ctx - 1 - first_scored);
