@@ -192,7 +192,8 @@ Result<DataReport> CheckTree(const DataOptions& opt) {
     std::error_code ec2;
     if (!it->is_regular_file(ec2) || it->is_symlink(ec2)) continue;
     FileReport fr;
-    fr.path = fs::relative(it->path(), rep.root, ec2).generic_string();
+    // The iterator's paths start with root + "/": strip it (fs::relative would realpath every file).
+    fr.path = it->path().generic_string().substr(rep.root == "/" ? 1 : rep.root.size() + 1);
     rep.files.push_back(std::move(fr));
   }
   std::sort(rep.files.begin(), rep.files.end(),
@@ -216,7 +217,7 @@ Result<DataReport> CheckTree(const DataOptions& opt) {
     const size_t total = rep.files.size();
     size_t last_line = 0;
     while (done.load() < total) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
       size_t d = done.load();
       if (tty) {
         int w = total ? static_cast<int>(40 * d / total) : 40;
