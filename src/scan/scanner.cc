@@ -1,0 +1,463 @@
+// Placement scan: profile constraints per node, partitions, transitions, verdict, suggestions.
+#include "scan/scanner.h"
+
+#include <onnx/onnx_pb.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <set>
+
+namespace edgedecode::scan {
+
+namespace fs = std::filesystem;
+
+const char* PlacementName(Placement p) {
+  switch (p) {
+    case Placement::kAccel: return "accel";
+    case Placement::kCpu: return "cpu";
+    default: return "folded";
+  }
+}
+
+std::vector<std::string> Profile::SearchDirs() {
+  std::vector<std::string> dirs;
+  if (const char* e = std::getenv("EDGEDECODE_TARGETS")) dirs.push_back(e);
+  dirs.push_back("targets");
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    dirs.push_back((exe.parent_path() / "targets").string());
+    dirs.push_back((exe.parent_path().parent_path() / "targets").string());
+    dirs.push_back((exe.parent_path().parent_path() / "share/edgedecode/targets").string());
+  }
+#ifdef EDGEDECODE_SOURCE_TARGETS
+  dirs.push_back(EDGEDECODE_SOURCE_TARGETS);
+#endif
+  return dirs;
+}
+
+Result<Profile> Profile::FromJson(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object()) return Corrupt(where + ": a profile must be a JSON object");
+  Profile p;
+  p.raw = j;
+  try {
+    p.name = j.value("name", fs::path(where).stem().string());
+    p.accelerator = j.value("accelerator", std::string("NPU"));
+    p.estimate = j.value("estimate", false);
+    p.memory_bytes = j.value("memory_bytes", int64_t{0});
+    p.bandwidth = j.value("bandwidth_bytes_per_s", 1e9);
+    p.transition_latency = j.value("transition_latency_s", 0.0);
+    if (j.contains("defaults")) p.defaults = j["defaults"];
+    if (!j.contains("ops") || !j["ops"].is_object()) return Corrupt(where + ": no \"ops\" object");
+    p.ops = j["ops"];
+    if (j.contains("llm")) p.llm = j["llm"];
+    const auto& src = j.contains("source") ? (j["source"].is_array() && !j["source"].empty() ? j["source"][0] : j["source"]) : nlohmann::json();
+    if (src.is_object()) p.source = src.value("document", std::string()) + ", " + src.value("version", std::string());
+  } catch (const std::exception& e) {
+    return Corrupt(where + ": bad profile field: " + e.what());
+  }
+  if (p.bandwidth <= 0) return Corrupt(where + ": bandwidth_bytes_per_s must be > 0");
+  return p;
+}
+
+Result<Profile> Profile::Load(const std::string& name) {
+  std::string path;
+  if (name.size() > 5 && name.substr(name.size() - 5) == ".json") path = name;
+  std::vector<std::string> known;
+  if (path.empty())
+    for (const auto& d : SearchDirs()) {
+      std::error_code ec;
+      if (fs::exists(fs::path(d) / (name + ".json"), ec)) { path = (fs::path(d) / (name + ".json")).string(); break; }
+      for (const auto& e : fs::directory_iterator(d, ec))
+        if (e.path().extension() == ".json") known.push_back(e.path().stem().string());
+    }
+  if (path.empty()) {
+    std::sort(known.begin(), known.end());
+    known.erase(std::unique(known.begin(), known.end()), known.end());
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    return NotFound("--target " + name + ": no such profile (known: " + (list.empty() ? "none found" : list) + ")");
+  }
+  std::ifstream in(path);
+  if (!in) return NotFound(path + ": cannot open profile");
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) return Corrupt(path + ": not valid JSON");
+  return FromJson(j, path);
+}
+
+namespace {
+
+const onnx::AttributeProto* Attr(const Node& n, const std::string& name) {
+  for (const auto& a : n.proto->attribute()) if (a.name() == name) return &a;
+  return nullptr;
+}
+
+// ONNX defaults for the attributes profiles constrain (only where a default exists).
+bool DefaultAttr(const Node& n, const std::string& name, nlohmann::json* v) {
+  if (name == "mode") { *v = n.op_type == "Pad" ? "constant" : n.op_type == "RoiAlign" ? "avg" : "nearest"; return true; }
+  if (name == "coordinate_transformation_mode") { *v = "half_pixel"; return true; }
+  if (name == "auto_pad") { *v = "NOTSET"; return true; }
+  if (name == "axis" && (n.op_type == "Softmax" || n.op_type == "LogSoftmax")) { *v = n.opset >= 13 ? -1 : 1; return true; }
+  static const std::set<std::string> zero = {"ceil_mode", "count_include_pad", "storage_order", "input_forget",
+                                             "training_mode", "select_last_index"};
+  if (zero.count(name)) { *v = 0; return true; }
+  return false;
+}
+
+std::string Join(const nlohmann::json& arr) {
+  std::string s;
+  for (const auto& x : arr) s += (s.empty() ? "" : ", ") + (x.is_string() ? x.get<std::string>() : x.dump());
+  return "[" + s + "]";
+}
+
+std::string Desc(const OnnxModel& m, const std::string& name) {
+  const ValueInfo* v = m.Find(name);
+  if (!v) return name + " ?";
+  return name + " " + ElemTypeName(v->elem_type) + v->ShapeString() + (v->is_const ? " const" : "");
+}
+
+struct Check {
+  std::string reason, detail;
+};
+
+Check CheckNode(const OnnxModel& m, const Node& n, const Profile& p, const ScanOptions& o) {
+  std::string dkey = n.domain.empty() ? "ai.onnx" : n.domain;
+  const nlohmann::json* dmap = nullptr;
+  if (p.ops.contains(dkey)) dmap = &p.ops[dkey];
+  else if (n.domain == "ai.onnx.ml" || n.domain.empty() || true) { if (p.ops.contains("*")) dmap = &p.ops["*"]; }
+  const nlohmann::json* c = nullptr;
+  if (dmap && dmap->is_object()) {
+    if (dmap->contains(n.op_type)) c = &(*dmap)[n.op_type];
+    else if (dmap->contains("*")) c = &(*dmap)["*"];
+  }
+  if (!c) {
+    if (!n.domain.empty() && n.domain != "ai.onnx.ml" && !dmap) return {"custom_domain", "domain '" + n.domain + "' is not on the device"};
+    if (!n.has_schema) return {"unknown_op", n.op_type + " is not an ONNX op known to the scanner (libonnx 1.12) nor listed by the profile"};
+    return {"op_not_supported", n.op_type + " is not in the profile's op list"};
+  }
+  nlohmann::json k = p.defaults.is_object() ? p.defaults : nlohmann::json::object();
+  if (c->is_object()) for (auto it = c->begin(); it != c->end(); ++it) k[it.key()] = it.value();
+  if (k.value("not_supported", false)) return {"op_not_supported", k.value("notes", std::string("listed as not supported"))};
+
+  std::vector<const ValueInfo*> checked;  // input 0 and every output
+  if (!n.inputs.empty() && !n.inputs[0].empty()) checked.push_back(m.Find(n.inputs[0]));
+  for (const auto& out : n.outputs) if (!out.empty()) checked.push_back(m.Find(out));
+  if (k.contains("dtypes")) {
+    std::set<std::string> ok;
+    for (const auto& t : k["dtypes"]) ok.insert(t.get<std::string>());
+    for (const ValueInfo* v : checked) {
+      if (!v || !v->elem_type) continue;
+      // Shape arithmetic (int64 vectors) is evaluated by the converter once shapes are static.
+      if ((v->elem_type == onnx::TensorProto::INT64 || v->elem_type == onnx::TensorProto::INT32) && v->has_shape && v->dims.size() <= 1) continue;
+      std::string t = ElemTypeName(v->elem_type);
+      if (o.quantized && (t == "float32" || t == "float16") && !ok.count(t)) t = "int8";
+      if (!ok.count(t)) return {"dtype_not_supported", v->name + " is " + t + ", device takes " + Join(k["dtypes"])};
+    }
+  }
+  if (k.value("static_shapes", false))
+    for (const ValueInfo* v : checked)
+      if (v && !v->is_const && !v->fully_known())
+        return {"dynamic_shape", v->name + " has shape " + v->ShapeString() + " (fix it with --input-shape)"};
+  int64_t max_rank = k.value("max_rank", int64_t{0}), max_dim = k.value("max_dim", int64_t{0});
+  for (const ValueInfo* v : checked) {
+    if (!v || !v->has_shape) continue;
+    if (max_rank && static_cast<int64_t>(v->dims.size()) > max_rank)
+      return {"rank_limit", v->name + " has rank " + std::to_string(v->dims.size()) + " > " + std::to_string(max_rank)};
+    if (max_dim)
+      for (const Dim& d : v->dims)
+        if (d.known() && d.value > max_dim)
+          return {"dim_limit", v->name + " dimension " + std::to_string(d.value) + " > " + std::to_string(max_dim)};
+  }
+  if (k.contains("max_batch") && !checked.empty() && checked[0] && checked[0]->has_shape && !checked[0]->dims.empty()) {
+    const Dim& b = checked[0]->dims[0];
+    if (b.known() && b.value > k["max_batch"].get<int64_t>())
+      return {"batch_limit", "batch " + std::to_string(b.value) + " > " + k["max_batch"].dump()};
+  }
+  if (k.contains("attrs") && k["attrs"].is_object())
+    for (auto it = k["attrs"].begin(); it != k["attrs"].end(); ++it) {
+      const onnx::AttributeProto* a = Attr(n, it.key());
+      std::vector<nlohmann::json> vals;
+      if (a) {
+        if (a->type() == onnx::AttributeProto::STRING) vals.push_back(a->s());
+        else if (a->type() == onnx::AttributeProto::INT) vals.push_back(a->i());
+        else if (a->type() == onnx::AttributeProto::INTS) for (int64_t x : a->ints()) vals.push_back(x);
+        else if (a->type() == onnx::AttributeProto::FLOAT) vals.push_back(a->f());
+      } else {
+        nlohmann::json d;
+        if (DefaultAttr(n, it.key(), &d)) vals.push_back(d);
+      }
+      for (auto& v : vals) {
+        if (it.key() == "axis" && v.is_number_integer() && v.get<int64_t>() < 0 && !checked.empty() && checked[0] && checked[0]->has_shape)
+          v = v.get<int64_t>() + static_cast<int64_t>(checked[0]->dims.size());
+        bool found = false;
+        for (const auto& allowed : it.value()) found |= allowed == v;
+        if (!found)
+          return {"attribute_not_supported", it.key() + "=" + (v.is_string() ? v.get<std::string>() : v.dump()) +
+                                                 (a ? "" : " (default)") + " not in " + Join(it.value())};
+      }
+    }
+  if (k.contains("attr_range") && k["attr_range"].is_object())
+    for (auto it = k["attr_range"].begin(); it != k["attr_range"].end(); ++it) {
+      const onnx::AttributeProto* a = Attr(n, it.key());
+      if (!a || it.value().size() != 2) continue;
+      int64_t lo = it.value()[0], hi = it.value()[1];
+      std::vector<int64_t> vals(a->ints().begin(), a->ints().end());
+      if (a->type() == onnx::AttributeProto::INT) vals = {a->i()};
+      for (int64_t v : vals)
+        if (v < lo || v > hi)
+          return {"attribute_not_supported", it.key() + " value " + std::to_string(v) + " outside [" +
+                                                 std::to_string(lo) + ", " + std::to_string(hi) + "]"};
+    }
+  if (k.contains("const_inputs"))
+    for (const auto& idx : k["const_inputs"]) {
+      size_t i = idx.get<size_t>();
+      if (i < n.inputs.size() && !n.inputs[i].empty()) {
+        const ValueInfo* v = m.Find(n.inputs[i]);
+        if (!v || !v->is_const) return {"non_constant_input", "input " + std::to_string(i) + " '" + n.inputs[i] + "' must be constant"};
+      }
+    }
+  return {};
+}
+
+std::string Mib(int64_t b) {
+  char buf[64];
+  if (b < 1024 * 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%.1f MiB", b / 1048576.0);
+  return buf;
+}
+
+int Find(std::vector<int>& p, int x) { return p[x] == x ? x : p[x] = Find(p, p[x]); }
+
+void Suggest(const OnnxModel& m, const Profile& p, ScanReport* r) {
+  std::set<std::string> seen;
+  auto add = [&](const std::string& s) { if (seen.insert(s).second) r->suggestions.push_back(s); };
+  auto has_op = [&](const std::string& op) {
+    return p.ops.contains("*") || (p.ops.contains("ai.onnx") && (p.ops["ai.onnx"].contains(op) || p.ops["ai.onnx"].contains("*")));
+  };
+  if (!r->dynamic_inputs.empty()) {
+    std::string ex;
+    for (const auto& d : r->dynamic_inputs) ex += (ex.empty() ? "" : "; ") + d;
+    add("fix dynamic input shapes (" + ex + "): rerun with --input-shape NAME=D0,D1,...; `edgedecode rewrite --input-shape` writes them into the model so every shape becomes static");
+  }
+  for (const NodeResult& n : r->nodes) {
+    if (n.placement != Placement::kCpu) continue;
+    if (n.op_type == "Resize" && n.reason == "attribute_not_supported" && n.detail.find("linear") != std::string::npos) {
+      if (has_op("ConvTranspose"))
+        add("Resize mode=linear (" + n.name + ", ...): with an integer scale s it equals a depthwise ConvTranspose (group=C, stride s, kernel 2s, fixed bilinear weights); `edgedecode rewrite` applies it and verifies with ONNX Runtime");
+      else
+        add("Resize mode=linear (" + n.name + "): the profile has no ConvTranspose; use Resize nearest + a depthwise 3x3 smoothing Conv, or retrain with nearest upsampling");
+    }
+    if (n.op_type == "Resize" && n.reason == "attribute_not_supported" && n.detail.find("nearest") != std::string::npos)
+      add("Resize mode=nearest (" + n.name + "): this device has only bilinear resize; a nearest upsample by integer s is a depthwise ConvTranspose with a box kernel");
+    if (n.op_type == "Erf") {
+      if (has_op("Gelu")) add("decomposed GELU (Div-Erf-Add-Mul around " + n.name + "): fuse into one Gelu op, which the device has");
+      else add("decomposed GELU (Erf in " + n.name + "): Erf is not on the device; replace x*0.5*(1+erf(x/sqrt2)) by the tanh or sigmoid approximation x*sigmoid(1.702x), whose ops the device runs");
+    }
+    if ((n.op_type == "ReduceMean" || n.op_type == "Pow" || n.op_type == "Sqrt") && n.reason != "")
+      add(has_op("LayerNormalization") ? "decomposed LayerNorm (ReduceMean-Sub-Pow-ReduceMean-Add-Sqrt-Div): fuse into LayerNormalization, which the device has"
+                                       : "decomposed LayerNorm (ReduceMean-Sub-Pow-...): the device lacks " + n.op_type + "; express the variance as ReduceMean(x*x) with Mul and a Reciprocal-free Div, or keep the norm on the CPU at the end of a partition");
+    if (n.reason == "dtype_not_supported" && n.detail.find("float") != std::string::npos)
+      add("float tensors on an integer-only device: quantize the model to int8 (post-training quantization), or rescan with --quantized to see the placement after quantization");
+    if (n.reason == "custom_domain")
+      add("custom-domain op " + n.op_type + " (" + n.domain + "): runs on the CPU only; pre/post-processing ops are best moved out of the model");
+    if (n.op_type == "Softmax" && n.reason == "attribute_not_supported")
+      add("Softmax on an unsupported axis (" + n.name + "): Transpose the axis to 1 around it, or move the Softmax to the end of the model on the CPU");
+    if (n.reason == "non_constant_input")
+      add(n.op_type + " with a computed " + n.detail + " (" + n.name + "): fix input shapes so shape computations fold to constants");
+  }
+  if (p.memory_bytes && r->weight_bytes > p.memory_bytes)
+    add("weights (" + Mib(r->weight_bytes) + ") exceed the device memory (" + Mib(p.memory_bytes) + "): quantize or pick a smaller model");
+}
+
+}  // namespace
+
+ScanReport Scan(const OnnxModel& m, const Profile& p, const ScanOptions& o) {
+  ScanReport r;
+  r.model = m.path();
+  r.target = p.name;
+  r.accelerator = p.accelerator;
+  r.bandwidth = p.bandwidth;
+  r.memory_bytes = p.memory_bytes;
+  r.weight_bytes = m.initializer_bytes();
+  r.warnings = m.warnings();
+  const auto& nodes = m.nodes();
+  bool cpu_profile = p.accelerator == "CPU";
+  for (const Node& n : nodes) {
+    NodeResult nr;
+    nr.name = n.name; nr.op_type = n.op_type; nr.domain = n.domain; nr.opset = n.opset;
+    nr.graph = m.graphs()[n.graph].path;
+    for (const auto& in : n.inputs) if (!in.empty()) nr.in_desc.push_back(Desc(m, in));
+    for (const auto& out : n.outputs) if (!out.empty()) nr.out_desc.push_back(Desc(m, out));
+    bool folded = !n.outputs.empty() && n.subgraphs.empty();
+    for (const auto& out : n.outputs) {
+      const ValueInfo* v = out.empty() ? nullptr : m.Find(out);
+      if (!out.empty() && (!v || !v->is_const)) folded = false;
+    }
+    if (folded) {
+      nr.placement = Placement::kFolded;
+      nr.reason = "constant";
+      nr.detail = "constant-folded at conversion";
+    } else {
+      Check c = CheckNode(m, n, p, o);
+      nr.placement = c.reason.empty() ? Placement::kAccel : Placement::kCpu;
+      nr.reason = c.reason;
+      nr.detail = c.detail;
+    }
+    r.nodes.push_back(nr);
+  }
+  // Producer of each value.
+  std::map<std::string, int> producer;
+  for (const Node& n : nodes) for (const auto& out : n.outputs) if (!out.empty()) producer[out] = n.index;
+  // Partitions: accelerator nodes joined by accelerator->accelerator edges.
+  std::vector<int> parent(nodes.size());
+  std::iota(parent.begin(), parent.end(), 0);
+  std::map<std::pair<std::string, Placement>, bool> copied;
+  auto where = [&](Placement pl) { return pl == Placement::kAccel ? p.accelerator : std::string("CPU"); };
+  for (const Node& n : nodes) {
+    const NodeResult& cn = r.nodes[n.index];
+    if (cn.placement == Placement::kFolded) continue;
+    for (const auto& in : n.inputs) {
+      auto it = producer.find(in);
+      if (in.empty() || it == producer.end()) continue;
+      const NodeResult& pn = r.nodes[it->second];
+      if (pn.placement == Placement::kFolded) continue;
+      if (pn.placement == Placement::kAccel && cn.placement == Placement::kAccel)
+        parent[Find(parent, n.index)] = Find(parent, it->second);
+      if (pn.placement != cn.placement && !cpu_profile && !copied[{in, cn.placement}]) {
+        copied[{in, cn.placement}] = true;
+        const ValueInfo* v = m.Find(in);
+        Transition t{in, where(pn.placement), where(cn.placement), v ? v->bytes() : -1};
+        if (t.bytes < 0) ++r.unknown_transitions; else r.bytes += t.bytes;
+        r.transitions.push_back(t);
+      }
+    }
+  }
+  std::set<int> roots;
+  for (const NodeResult& nr : r.nodes) {
+    if (nr.placement == Placement::kAccel) ++r.n_accel;
+    else if (nr.placement == Placement::kCpu) ++r.n_cpu;
+    else ++r.n_folded;
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) if (r.nodes[i].placement == Placement::kAccel) roots.insert(Find(parent, static_cast<int>(i)));
+  r.partitions = static_cast<int>(roots.size());
+  r.seconds = r.bytes / p.bandwidth + p.transition_latency * static_cast<double>(r.transitions.size());
+  for (const auto& in : m.graphs()[0].inputs) {
+    const ValueInfo* v = m.Find(in);
+    if (v && !v->fully_known()) r.dynamic_inputs.push_back(in + " " + v->ShapeString());
+  }
+  bool too_big = p.memory_bytes && r.weight_bytes > p.memory_bytes;
+  if (r.n_cpu == 0 && !too_big) r.verdict = "GOOD";
+  else if (r.n_accel == 0 || too_big || r.seconds >= 0.005 || r.unknown_transitions > 0) r.verdict = "BAD";
+  else if (r.seconds < 0.0005 && r.transitions.size() <= 2) r.verdict = "OK";
+  else r.verdict = "MAYBE";
+  Suggest(m, p, &r);
+  return r;
+}
+
+std::string ScanReport::SummaryLine() const {
+  char buf[512];
+  int compute = n_accel + n_cpu;
+  std::string where = accelerator == "CPU" ? "CPU" : accelerator;
+  std::string unknown = unknown_transitions ? " (+" + std::to_string(unknown_transitions) + " of unknown size)" : "";
+  std::snprintf(buf, sizeof buf, "%s: %d/%d nodes on %s in %d partition%s (+%d constant-folded), %zu CPU<->%s transition%s copying %s per inference%s (~%.2f ms at %.1f GB/s); verdict: %s",
+                target.c_str(), n_accel, compute, where.c_str(), partitions, partitions == 1 ? "" : "s", n_folded,
+                transitions.size(), where.c_str(), transitions.size() == 1 ? "" : "s", Mib(bytes).c_str(), unknown.c_str(),
+                seconds * 1e3, bandwidth / 1e9, verdict.c_str());
+  return buf;
+}
+
+nlohmann::json ScanReport::ToJson() const {
+  nlohmann::json j;
+  j["model"] = model; j["target"] = target; j["accelerator"] = accelerator; j["summary"] = SummaryLine();
+  j["verdict"] = verdict;
+  j["counts"] = {{"accel", n_accel}, {"cpu", n_cpu}, {"folded", n_folded}, {"total", static_cast<int>(nodes.size())}, {"partitions", partitions}};
+  j["transfer"] = {{"transitions", transitions.size()}, {"bytes", bytes}, {"unknown_size", unknown_transitions},
+                   {"seconds", seconds}, {"bandwidth_bytes_per_s", bandwidth}};
+  j["weights_bytes"] = weight_bytes; j["memory_bytes"] = memory_bytes;
+  j["dynamic_inputs"] = dynamic_inputs; j["suggestions"] = suggestions; j["warnings"] = warnings;
+  j["transitions"] = nlohmann::json::array();
+  for (const auto& t : transitions) j["transitions"].push_back({{"tensor", t.tensor}, {"from", t.from}, {"to", t.to}, {"bytes", t.bytes}});
+  j["nodes"] = nlohmann::json::array();
+  for (const auto& n : nodes)
+    j["nodes"].push_back({{"name", n.name}, {"op", n.op_type}, {"domain", n.domain.empty() ? "ai.onnx" : n.domain}, {"opset", n.opset},
+                          {"graph", n.graph}, {"placement", PlacementName(n.placement)}, {"reason", n.reason}, {"detail", n.detail},
+                          {"inputs", n.in_desc}, {"outputs", n.out_desc}});
+  return j;
+}
+
+namespace {
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) { if (c == '"') o += '"'; o += c; }
+  return o + "\"";
+}
+std::string JoinSemi(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : "; ") + x;
+  return s;
+}
+}  // namespace
+
+std::string ScanReport::ToCsv() const {
+  std::string s = "name,op,domain,opset,graph,placement,reason,detail,inputs,outputs\n";
+  for (const auto& n : nodes)
+    s += CsvField(n.name) + "," + n.op_type + "," + (n.domain.empty() ? "ai.onnx" : n.domain) + "," + std::to_string(n.opset) + "," +
+         CsvField(n.graph) + "," + PlacementName(n.placement) + "," + n.reason + "," + CsvField(n.detail) + "," +
+         CsvField(JoinSemi(n.in_desc)) + "," + CsvField(JoinSemi(n.out_desc)) + "\n";
+  return s;
+}
+
+namespace {
+std::string Short(const std::string& s, size_t n = 64) {
+  return s.size() <= n ? s : s.substr(0, n / 2 - 2) + "..." + s.substr(s.size() - (n / 2 - 1));
+}
+}  // namespace
+
+std::string ScanReport::ToText(bool all_nodes) const {
+  std::string s = SummaryLine() + "\n";
+  if (weight_bytes) s += "weights: " + Mib(weight_bytes) + (memory_bytes ? " of " + Mib(memory_bytes) + " device memory" : "") + "\n";
+  for (const auto& d : dynamic_inputs) s += "dynamic input: " + d + "\n";
+  std::map<std::string, std::vector<const NodeResult*>> by_reason;
+  for (const auto& n : nodes) if (n.placement == Placement::kCpu) by_reason[n.reason].push_back(&n);
+  if (!by_reason.empty()) {
+    s += "\nfallbacks to CPU (" + std::to_string(n_cpu) + " nodes), by reason:\n";
+    for (const auto& [reason, list] : by_reason) {
+      s += "  " + reason + " (" + std::to_string(list.size()) + "):\n";
+      size_t shown = 0;
+      for (const NodeResult* n : list) {
+        if (++shown > 25 && !all_nodes) { s += "    ... " + std::to_string(list.size() - 25) + " more (use --all or --csv)\n"; break; }
+        std::string outs = n->out_desc.empty() ? "" : n->out_desc[0];
+        s += "    " + n->op_type + (n->domain.empty() ? "" : "(" + n->domain + ")") + "-" + std::to_string(n->opset) + "  " +
+             Short((n->graph.empty() ? "" : n->graph + "/") + n->name) + "  " + (all_nodes ? n->detail : Short(n->detail, 110)) + "  -> " + Short(outs, 90) + "\n";
+      }
+    }
+  }
+  if (!transitions.empty()) {
+    s += "\ntransitions:\n";
+    size_t shown = 0;
+    for (const auto& t : transitions) {
+      if (++shown > 20 && !all_nodes) { s += "  ... " + std::to_string(transitions.size() - 20) + " more\n"; break; }
+      s += "  " + t.from + " -> " + t.to + "  " + Short(t.tensor) + "  " + (t.bytes < 0 ? std::string("unknown size") : Mib(t.bytes)) + "\n";
+    }
+  }
+  if (all_nodes) {
+    s += "\nnodes:\n";
+    for (const auto& n : nodes)
+      s += std::string("  ") + PlacementName(n.placement) + "  " + n.op_type + "  " + (n.graph.empty() ? "" : n.graph + "/") + n.name +
+           (n.reason.empty() ? "" : "  [" + n.reason + "] " + n.detail) + "\n";
+  }
+  if (!suggestions.empty()) {
+    s += "\nsuggestions:\n";
+    for (const auto& x : suggestions) s += "  - " + x + "\n";
+  }
+  for (const auto& w : warnings) s += "note: " + w.substr(0, 300) + "\n";
+  return s;
+}
+
+}  // namespace edgedecode::scan
