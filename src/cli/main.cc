@@ -16,6 +16,7 @@ struct Command {
 // Registered subcommands. A module adds its line here when its entry point exists.
 const Command kCommands[] = {
     // COMMANDS-TABLE (keep this marker: helpers add lines below it)
+    {"scan", edgedecode::cli::ScanMain, "where each node of a model runs on a target device"},
     {"doctor", edgedecode::cli::DoctorMain, "environment and data checks that expose decode failures"},
 };
 
