@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <numeric>
 
+#include "scan/gguf_scan.h"
 #include "scan/onnx_model.h"
 #include "scan/scanner.h"
 
@@ -199,4 +200,24 @@ TEST(ScanNodeModels, AllNodeTestModelsParseAndArePlaced) {
   EXPECT_GE(n_models, 1800);
   EXPECT_GT(unknown, 0);         // opset 19+ ops unknown to libonnx 1.12 are reported, not dropped
   EXPECT_GT(subgraph_nodes, 0);  // If/Loop/Scan bodies are scanned
+}
+
+TEST(ScanGguf, WeightTypesAgainstProfileMatmulTypes) {
+  std::string path = kData + "/llm/gguf/stories260K.q4_0-ffn_down_f16.gguf";
+  ASSERT_TRUE(LooksLikeGguf(path));
+  auto r = ScanGguf(path, P("rk3588-npu"));  // matmul_types f16, q8_0
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const NodeResult* q = NodeNamed(r.value(), "blk.0.attn_q.weight");
+  const NodeResult* down = NodeNamed(r.value(), "blk.0.ffn_down.weight");
+  ASSERT_NE(q, nullptr);
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(q->placement, Placement::kCpu);
+  EXPECT_EQ(q->reason, "dtype_not_supported");
+  EXPECT_EQ(down->placement, Placement::kAccel);  // kept in f16
+  CheckTotals(r.value(), r.value().nodes.size(), path);
+  EXPECT_GT(r.value().bytes, 0);
+  auto cpu = ScanGguf(path, P("cpu"));
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_EQ(cpu.value().n_cpu, 0);
+  EXPECT_FALSE(ScanGguf(kData + "/llm/corrupt/ggml-vocab-llama-spm.utf8-mangled.gguf", P("cpu")).ok());
 }
