@@ -10,6 +10,7 @@ int RunMain(int argc, char** argv);         // src/llm/run_cmd.cc
 int LogitsMain(int argc, char** argv);      // src/llm/run_cmd.cc
 int BenchMain(int argc, char** argv);       // src/llm/bench_cmd.cc
 int PerplexityMain(int argc, char** argv);  // src/llm/perplexity_cmd.cc
+int PlanMain(int argc, char** argv);        // src/llm/plan_cmd.cc
 int TokenizeMain(int argc, char** argv);    // src/tok/tokenize_cmd.cc
 int SynthMain(int argc, char** argv);       // src/llm/synth_cmd.cc
 int QuantizeMain(int argc, char** argv);    // src/llm/quantize_cmd.cc

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "llm/context.h"
+#include "llm/memory_plan.h"
 #include "llm/model.h"
 
 namespace edgedecode::cli {
@@ -59,10 +60,13 @@ inline Status ParseKvTypes(const ModelOptions& o, llm::ContextParams* cp) {
   return Status::Ok();
 }
 
+void PrintPlan(FILE* out, const llm::MemoryPlan& plan, uint64_t device_bytes, double headroom, const std::string& device);
+
 struct Loaded {
   std::unique_ptr<llm::Model> model;
   std::unique_ptr<llm::Context> ctx;
   double load_s = 0;
+  llm::MemoryPlan plan;
 };
 
 inline Result<Loaded> LoadModel(const ModelOptions& o) {
@@ -76,6 +80,22 @@ inline Result<Loaded> LoadModel(const ModelOptions& o) {
   cp.n_batch = o.n_batch;
   cp.isa = isa;
   ED_RETURN_IF_ERROR(ParseKvTypes(o, &cp));
+  {
+    // Refuse before allocating, with the plan, rather than be killed by the OOM killer.
+    llm::PlanParams pp;
+    pp.n_ctx = cp.n_ctx > 0 ? cp.n_ctx : std::min(l.model->config().n_ctx_train, 4096);
+    pp.n_batch = cp.n_batch;
+    pp.type_k = cp.type_k;
+    pp.type_v = cp.type_v;
+    pp.n_threads = cp.n_threads > 0 ? cp.n_threads : 1;
+    l.plan = llm::PlanMemory(*l.model, pp);
+    const uint64_t avail = llm::AvailableMemoryBytes();
+    if (avail > 0 && l.plan.total > avail) {
+      PrintPlan(stderr, l.plan, avail, 1.0, "this machine (available memory)");
+      return ResourceExhausted("the model needs " + llm::FormatBytes(l.plan.total) + " but only " + llm::FormatBytes(avail) +
+                               " is available: lower -c, use --kv-type q8_0 or q4_0, or a smaller weight type (see edgedecode plan)");
+    }
+  }
   ED_ASSIGN_OR_RETURN(l.ctx, llm::Context::Create(*l.model, cp));
   l.load_s = Seconds(t0, Clock::now());
   if (o.verbose) {

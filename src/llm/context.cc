@@ -5,6 +5,7 @@
 #include <cmath>
 #include <thread>
 
+#include "llm/memory_plan.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
 
@@ -72,22 +73,24 @@ Context::Context(const Model& model, const ContextParams& params, int n_ctx, int
   v_cache_.assign(static_cast<size_t>(c.n_layers) * n_ctx * v_row_, 0);
   rotate_k_ = params.rotate_k == 1 ||
               (params.rotate_k < 0 && params.type_k == GgmlType::kQ4_0 && IsPow2(c.head_dim));
-  x_.resize(nb * c.dim);
-  xb_.resize(nb * c.dim);
-  q_.resize(nb * c.q_dim());
-  k_.resize(nb * c.kv_dim());
-  v_.resize(nb * c.kv_dim());
-  att_.resize(nb * c.q_dim());
-  gate_.resize(nb * c.ffn_dim);
-  up_.resize(nb * c.ffn_dim);
-  tmp_.resize(nb * c.dim);
-  logits_.resize(nb * n_vocab_);
+  // Every buffer is sized by ComputeScratch, the function `plan` reports from.
+  const ScratchSizes sz = ComputeScratch(c, n_ctx, params.n_batch);
+  x_.resize(sz.x);
+  xb_.resize(sz.xb);
+  q_.resize(sz.q);
+  k_.resize(sz.k);
+  v_.resize(sz.v);
+  att_.resize(sz.att);
+  gate_.resize(sz.gate);
+  up_.resize(sz.up);
+  tmp_.resize(sz.tmp);
+  logits_.resize(sz.logits);
 
   // RoPE angles, computed the way llama.cpp does (float, theta multiplied step by step) so that
   // greedy outputs match it: theta_i(p) = freq_scale * p * base^(-2i/n_rot) / freq_factor_i.
   const int half = c.n_rot / 2;
-  rope_cos_.resize(static_cast<size_t>(n_ctx) * half);
-  rope_sin_.resize(static_cast<size_t>(n_ctx) * half);
+  rope_cos_.resize(sz.rope / 2);
+  rope_sin_.resize(sz.rope / 2);
   const float theta_scale = std::pow(c.rope_base, -2.0f / static_cast<float>(c.n_rot));
   const std::vector<float>& ff = model.rope_freq_factors();
   for (int p = 0; p < n_ctx; ++p) {

@@ -149,6 +149,7 @@ int RunMain(int argc, char** argv) {
                     {"ttft_ms", ttft * 1e3}, {"decode_s", decode_s}, {"decode_tok_s", decode_tps}};
     j["kernels"] = kernels::IsaName(ctx.isa());
     j["threads"] = ctx.n_threads();
+    j["memory"] = {{"plan_bytes", loaded->plan.total}, {"peak_rss_bytes", llm::PeakRssBytes()}};
     std::printf("%s\n", j.dump().c_str());
   }
   return 0;

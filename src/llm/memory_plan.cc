@@ -1,0 +1,133 @@
+#include "llm/memory_plan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "llm/context.h"
+
+namespace edgedecode::llm {
+
+ScratchSizes ComputeScratch(const ModelConfig& c, int n_ctx, int n_batch) {
+  const size_t nb = static_cast<size_t>(std::min(n_batch, n_ctx));
+  ScratchSizes s;
+  s.x = s.xb = s.tmp = nb * c.dim;
+  s.q = s.att = nb * c.q_dim();
+  s.k = s.v = nb * c.kv_dim();
+  s.gate = s.up = nb * c.ffn_dim;
+  s.logits = nb * c.n_vocab;
+  s.rope = 2 * static_cast<size_t>(n_ctx) * (c.n_rot / 2);
+  const size_t kmax = static_cast<size_t>(std::max({c.dim, c.q_dim(), c.ffn_dim}));
+  // Float copy (4 B/elem) and the q8 form (1 B + 4/32 d + 4/32 d*sum + 2/16 block sums = 1.375 B/elem).
+  s.activation_bytes = nb * kmax * 4 + nb * kmax * 11 / 8;
+  return s;
+}
+
+namespace {
+
+// Heap bytes of parsed metadata values (the tokenizer arrays dominate).
+uint64_t ValueBytes(const gguf::Value& v) {
+  uint64_t b = sizeof(gguf::Value);
+  if (v.str.size() > 15) b += v.str.capacity() + 1;
+  for (const gguf::Value& e : v.array) b += ValueBytes(e);
+  return b;
+}
+
+}  // namespace
+
+MemoryPlan PlanMemory(const Model& model, const PlanParams& p) {
+  const ModelConfig& c = model.config();
+  MemoryPlan plan;
+  std::map<std::string, uint64_t> by_type;
+  for (const Weight* w : model.all_weights()) by_type[TypeName(static_cast<uint32_t>(w->type))] += w->nbytes();
+  std::string types;
+  for (const auto& [t, b] : by_type) types += (types.empty() ? "" : ", ") + t + " " + FormatBytes(b);
+  plan.items.push_back({"weights (memory-mapped)", model.file().file_size(), "the GGUF file, mapped read-only: " + types});
+  uint64_t small = 0;
+  for (const LayerWeights& L : model.layers())
+    small += (L.attn_norm.size() + L.ffn_norm.size() + L.bq.size() + L.bk.size() + L.bv.size()) * sizeof(float);
+  small += (model.output_norm().size() + model.rope_freq_factors().size()) * sizeof(float);
+  plan.items.push_back({"norms and biases (f32 copies)", small, "1-D tensors converted at load"});
+  const uint64_t kv = KvCacheBytes(c, p.n_ctx, p.type_k, p.type_v) * static_cast<uint64_t>(p.n_seqs);
+  plan.items.push_back({"KV cache", kv,
+                        "2 x " + std::to_string(c.n_layers) + " layers x " + std::to_string(c.n_kv_heads) + " kv heads x " +
+                            std::to_string(c.head_dim) + " head dim x " + std::to_string(p.n_ctx) + " ctx x " +
+                            std::to_string(p.n_seqs) + " seqs, K " + TypeName(static_cast<uint32_t>(p.type_k)) + " / V " +
+                            TypeName(static_cast<uint32_t>(p.type_v)) + " (block scales included)"});
+  ScratchSizes s = ComputeScratch(c, p.n_ctx, p.n_batch);
+  plan.items.push_back({"activations and scratch", s.bytes() * static_cast<uint64_t>(p.n_seqs),
+                        "batch " + std::to_string(std::min(p.n_batch, p.n_ctx)) + ": residual, q/k/v, ffn, logits (" +
+                            FormatBytes(s.logits * 4) + "), rope tables, kernel activations"});
+  uint64_t meta = 0;
+  for (const auto& kvp : model.file().metadata()) meta += ValueBytes(kvp.second) + kvp.first.size();
+  plan.items.push_back({"tokenizer and metadata", meta * 2, "parsed GGUF metadata plus the tokenizer's own tables (estimate: 2x the metadata)"});
+  plan.items.push_back({"runtime overhead", kRuntimeOverheadBytes + static_cast<uint64_t>(p.n_threads) * (64 << 10),
+                        "binary, C++ runtime, allocator, thread stacks (measured)"});
+  for (const MemoryItem& it : plan.items) plan.total += it.bytes;
+  return plan;
+}
+
+static uint64_t ReadU64File(const std::string& path, bool* ok) {
+  std::ifstream f(path);
+  std::string s;
+  *ok = false;
+  if (!(f >> s) || s == "max") return 0;
+  try {
+    *ok = true;
+    return std::stoull(s);
+  } catch (...) {
+    *ok = false;
+    return 0;
+  }
+}
+
+uint64_t AvailableMemoryBytes() {
+  uint64_t avail = 0;
+  std::ifstream mi("/proc/meminfo");
+  std::string key;
+  uint64_t val;
+  std::string unit;
+  while (mi >> key >> val >> unit) {
+    if (key == "MemAvailable:") avail = val * 1024;
+  }
+  bool ok1, ok2;
+  uint64_t lim = ReadU64File("/sys/fs/cgroup/memory.max", &ok1);
+  uint64_t cur = ReadU64File("/sys/fs/cgroup/memory.current", &ok2);
+  if (!ok1) {
+    lim = ReadU64File("/sys/fs/cgroup/memory/memory.limit_in_bytes", &ok1);
+    cur = ReadU64File("/sys/fs/cgroup/memory/memory.usage_in_bytes", &ok2);
+    if (ok1 && lim > (1ull << 60)) ok1 = false;  // v1 "unlimited"
+  }
+  if (ok1) {
+    uint64_t room = ok2 && cur < lim ? lim - cur : lim;
+    avail = avail ? std::min(avail, room) : room;
+  }
+  return avail;
+}
+
+uint64_t PeakRssBytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      std::istringstream ss(line.substr(6));
+      uint64_t kb = 0;
+      ss >> kb;
+      return kb * 1024;
+    }
+  }
+  return 0;
+}
+
+std::string FormatBytes(uint64_t b) {
+  char buf[32];
+  if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
+  else if (b >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1ull << 20));
+  else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  return buf;
+}
+
+}  // namespace edgedecode::llm

@@ -1,0 +1,62 @@
+// The memory budget of running a model: one function computes every buffer the runtime allocates, and
+// the Context allocates exactly what it says, so `plan` cannot drift from what `run` really uses.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "edgedecode/ggml_types.h"
+#include "llm/model.h"
+
+namespace edgedecode::llm {
+
+// Float counts of the Context's scratch buffers for batches of up to n_batch tokens.
+struct ScratchSizes {
+  size_t x = 0, xb = 0, q = 0, k = 0, v = 0, att = 0, gate = 0, up = 0, tmp = 0, logits = 0, rope = 0;
+  // The kernels' prepared activations (kernels::Activations) at their largest: float copy + int8 +
+  // per-block scales, for the widest input (max of dim, q_dim, ffn_dim) over n_batch rows.
+  size_t activation_bytes = 0;
+  size_t bytes() const {
+    return (x + xb + q + k + v + att + gate + up + tmp + logits + rope) * sizeof(float) + activation_bytes;
+  }
+};
+ScratchSizes ComputeScratch(const ModelConfig& c, int n_ctx, int n_batch);
+
+struct MemoryItem {
+  std::string component;  // "weights (q4_0)", "KV cache", ...
+  uint64_t bytes = 0;
+  std::string detail;     // how it was computed
+};
+
+struct MemoryPlan {
+  std::vector<MemoryItem> items;
+  uint64_t total = 0;
+};
+
+struct PlanParams {
+  int n_ctx = 2048;
+  int n_batch = 512;
+  int n_seqs = 1;
+  GgmlType type_k = GgmlType::kF16;
+  GgmlType type_v = GgmlType::kF16;
+  int n_threads = 1;
+};
+
+// Fixed cost of the process itself (binary, libc/libstdc++, thread stacks touched, allocator), measured
+// on this runtime with a tiny model; the plan adds it so that it compares with the process's peak RSS.
+constexpr uint64_t kRuntimeOverheadBytes = 6ull << 20;
+
+MemoryPlan PlanMemory(const Model& model, const PlanParams& p);
+
+// Memory the device gives the process: MemAvailable, capped by the cgroup (v2 memory.max or v1
+// limit_in_bytes) minus its current usage. 0 when unknown.
+uint64_t AvailableMemoryBytes();
+// Peak resident set of this process so far (VmHWM), bytes; 0 when unknown.
+uint64_t PeakRssBytes();
+
+std::string FormatBytes(uint64_t b);
+
+}  // namespace edgedecode::llm
