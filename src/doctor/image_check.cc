@@ -100,7 +100,7 @@ void FillJpegInfo(jpeg_decompress_struct* d, ImageInfo* info) {
   info->progressive = d->progressive_mode;
   info->arithmetic = d->arith_code;
   info->cmyk = d->jpeg_color_space == JCS_CMYK || d->jpeg_color_space == JCS_YCCK;
-  if (d->num_components == 1) info->subsampling = "gray";
+  if (d->num_components == 1) info->subsampling = "4:0:0";  // grey, as docs/profiles.md names it
   else if (d->num_components >= 3 && d->comp_info) {
     int h = d->comp_info[0].h_samp_factor, v = d->comp_info[0].v_samp_factor;
     bool chroma_11 = d->comp_info[1].h_samp_factor == 1 && d->comp_info[1].v_samp_factor == 1 &&

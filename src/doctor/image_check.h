@@ -21,7 +21,7 @@ struct ImageInfo {
   bool progressive = false;  // JPEG progressive (SOF2/SOF10), PNG/GIF interlace
   bool arithmetic = false;   // JPEG arithmetic coding (SOF9..)
   bool cmyk = false;         // JPEG CMYK/YCCK, TIFF separated
-  std::string subsampling;   // JPEG chroma subsampling "4:2:0", "4:2:2", "4:4:4", "4:1:1", "gray", "other"
+  std::string subsampling;   // JPEG chroma subsampling "4:2:0", "4:2:2", "4:4:4", "4:1:1", "4:0:0" (grey), "other"
   int frames = 1;
   bool decoded = false;      // every pixel went through the decoder without error
 };

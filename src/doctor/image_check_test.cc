@@ -137,3 +137,42 @@ TEST(ImageCheck, DamagedCopiesMadeHere) {
 
 }  // namespace
 }  // namespace edgedecode::doctor
+
+namespace edgedecode::doctor {
+namespace {
+
+// The layout of docs/profiles.md: per-format limits under "jpeg" / "png".
+TEST(Profile, DocumentedLayout) {
+  testing::TempDir t;
+  testing::WriteBytes(t / "npu.json", std::string(R"({"name":"npu","image_decoder":{"name":"VPU","formats":["jpeg","png"],
+    "min_width":48,"min_height":48,"max_width":200,"max_height":200,
+    "jpeg":{"progressive":false,"arithmetic":false,"bit_depth":[8],"cmyk":false,"chroma_subsampling":["4:2:0","4:0:0"]},
+    "png":{"bit_depth":[8],"interlaced":false}}})"));
+  auto hw = LoadHwDecoder(t / "npu.json");
+  ASSERT_TRUE(hw.ok()) << hw.status().message();
+  auto check = [&](const char* rel) {
+    auto b = testing::ReadBytes(testing::Testdata(rel));
+    Format f = SniffContent(b.data(), b.size(), b.size());
+    ImageCheck c = CheckImage(f, b.data(), b.size());
+    std::string all;
+    for (auto& x : CheckAgainstHw(c.info, hw.value())) all += x.message + "|";
+    return all;
+  };
+  EXPECT_NE(check("images/libjpeg-turbo/testimgari.jpg").find("arithmetic"), std::string::npos);
+  EXPECT_NE(check("images/libjpeg-turbo/monkey12.jpg").find("12-bit"), std::string::npos);
+  EXPECT_NE(check("images/pillow/hopper.gif").find("format gif"), std::string::npos);
+  EXPECT_NE(check("images/pngsuite/basi0g08.png").find("interlaced"), std::string::npos);
+  EXPECT_NE(check("images/pngsuite/basn0g16.png").find("bit depth 16"), std::string::npos);
+  EXPECT_NE(check("images/pillow/app13-multiple.progressive.jpg").find("progressive"), std::string::npos);
+  EXPECT_EQ(check("images/pngsuite/basn0g08.png"), "VPU: 32x32 is smaller than the decoder minimum 48x48|");
+  EXPECT_EQ(check("images/pillow/hopper.jpg"), "");  // 128x128 baseline 8-bit 4:2:0: accepted
+}
+
+TEST(Profile, NamedTargetFromTargetsDir) {
+  auto hw = LoadHwDecoder("rk3588-npu");
+  if (!hw.ok()) GTEST_FAIL() << hw.status().message();
+  EXPECT_FALSE(hw.value().formats.empty());
+}
+
+}  // namespace
+}  // namespace edgedecode::doctor

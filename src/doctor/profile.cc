@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -40,7 +41,25 @@ std::optional<bool> GetBool(const json& j, std::initializer_list<const char*> ke
 
 }  // namespace
 
-Result<HwDecoder> LoadHwDecoder(const std::string& path) {
+Result<HwDecoder> LoadHwDecoder(const std::string& path_or_name) {
+  std::string path = path_or_name;
+  if (path.find('/') == std::string::npos && path.find(".json") == std::string::npos) {
+    std::vector<std::string> tries;
+#ifdef EDGEDECODE_SOURCE_DIR
+    tries.push_back(std::string(EDGEDECODE_SOURCE_DIR) + "/targets/" + path + ".json");
+#endif
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+      exe[n] = 0;
+      std::string dir(exe);
+      dir = dir.substr(0, dir.find_last_of('/'));
+      tries.push_back(dir + "/../targets/" + path + ".json");
+      tries.push_back(dir + "/targets/" + path + ".json");
+    }
+    for (const auto& t : tries)
+      if (std::ifstream(t)) { path = t; break; }
+  }
   std::ifstream in(path);
   if (!in) return NotFound(path + ": cannot open target profile");
   json j = json::parse(in, nullptr, false);
@@ -70,6 +89,25 @@ Result<HwDecoder> LoadHwDecoder(const std::string& path) {
     auto b = GetBool(d, {"12bit", "twelve_bit"});
     if (b && !*b && hw.max_bit_depth == 0 && hw.bit_depths.empty()) hw.max_bit_depth = 8;
   }
+  // docs/profiles.md layout: format-specific limits under "jpeg" and "png".
+  if (d.contains("jpeg") && d["jpeg"].is_object()) {
+    const json& jp = d["jpeg"];
+    if (auto b = GetBool(jp, {"progressive"})) hw.progressive = b;
+    if (auto b = GetBool(jp, {"arithmetic"})) hw.arithmetic = b;
+    if (auto b = GetBool(jp, {"cmyk"})) hw.cmyk = b;
+    if (jp.contains("bit_depth") && jp["bit_depth"].is_array())
+      for (const auto& b : jp["bit_depth"]) if (b.is_number()) hw.bit_depths.insert(b.get<int>());
+    for (const char* k : {"chroma_subsampling", "subsampling"})
+      if (jp.contains(k) && jp[k].is_array())
+        for (const auto& x : jp[k]) if (x.is_string()) hw.subsampling.insert(Lower(x.get<std::string>()));
+  }
+  if (d.contains("png") && d["png"].is_object()) {
+    const json& pn = d["png"];
+    if (pn.contains("bit_depth") && pn["bit_depth"].is_array())
+      for (const auto& b : pn["bit_depth"]) if (b.is_number()) hw.png_bit_depths.insert(b.get<int>());
+    hw.png_interlaced = GetBool(pn, {"interlaced"});
+  }
+  hw.target = d.value("name", hw.target);
   if (d.contains("subsampling") && d["subsampling"].is_array())
     for (const auto& s : d["subsampling"]) if (s.is_string()) hw.subsampling.insert(Lower(s.get<std::string>()));
   for (const json* src : std::initializer_list<const json*>{&d, &j}) {
@@ -131,8 +169,14 @@ std::vector<Finding> CheckAgainstHw(const ImageInfo& info, const HwDecoder& hw) 
     if (!hw.subsampling.empty() && !info.subsampling.empty() && !hw.subsampling.count(info.subsampling))
       add("chroma subsampling " + info.subsampling + " is not supported");
   }
+  if (info.format == Format::kPng) {
+    if (!hw.png_bit_depths.empty() && !hw.png_bit_depths.count(info.bit_depth))
+      add("PNG bit depth " + std::to_string(info.bit_depth) + " is not supported");
+    if (hw.png_interlaced && !*hw.png_interlaced && info.progressive) add("interlaced (Adam7) PNG is not supported");
+  }
+  // Flat bit-depth limits apply to every format; the "jpeg" list only to JPEG.
   if ((hw.max_bit_depth && info.bit_depth > hw.max_bit_depth) ||
-      (!hw.bit_depths.empty() && !hw.bit_depths.count(info.bit_depth)))
+      (info.format == Format::kJpeg && !hw.bit_depths.empty() && !hw.bit_depths.count(info.bit_depth)))
     add(std::to_string(info.bit_depth) + "-bit samples are not supported");
   return out;
 }

@@ -23,11 +23,15 @@ struct HwDecoder {
   std::optional<bool> cmyk;
   std::set<int> bit_depths;           // empty = any (a "bit_depth": N or "max_bit_depth" means <= N)
   int max_bit_depth = 0;
-  std::set<std::string> subsampling;  // empty = any ("4:2:0", "4:2:2", "4:4:4", "gray")
+  std::set<std::string> subsampling;  // empty = any ("4:2:0", "4:2:2", "4:4:4", "4:0:0" = grey)
+  std::set<int> png_bit_depths;       // from "png": {"bit_depth": [...]}; empty = any
+  std::optional<bool> png_interlaced; // from "png": {"interlaced": bool}
   int64_t input_width = 0, input_height = 0;  // model input size, for the suggested resize
 };
 
-Result<HwDecoder> LoadHwDecoder(const std::string& path);
+// `path_or_name`: a JSON file, or a profile name looked up as targets/NAME.json under the source tree
+// (EDGEDECODE_SOURCE_DIR at build time) or ../targets beside the binary.
+Result<HwDecoder> LoadHwDecoder(const std::string& path_or_name);
 
 // Findings `exceeds-hw-decoder` (one per violated limit) for one decoded image.
 std::vector<Finding> CheckAgainstHw(const ImageInfo& info, const HwDecoder& hw);
