@@ -52,7 +52,7 @@ constexpr uint64_t kRuntimeOverheadBytes = 6ull << 20;
 MemoryPlan PlanMemory(const Model& model, const PlanParams& p);
 
 // Memory the device gives the process: MemAvailable, capped by the cgroup (v2 memory.max or v1
-// limit_in_bytes) minus its current usage. 0 when unknown.
+// limit_in_bytes) minus its current usage, and by EDGEDECODE_AVAILABLE_MEMORY (bytes) when set. 0 when unknown.
 uint64_t AvailableMemoryBytes();
 // Peak resident set of this process so far (VmHWM), bytes; 0 when unknown.
 uint64_t PeakRssBytes();
