@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "doctor/hash.h"
+#include "doctor/jpeg_fix.h"
 #include "doctor/sniff.h"
 
 namespace edgedecode::doctor {
@@ -360,11 +361,18 @@ std::vector<std::string> WriteFixes(const DataReport& r, const std::string& out_
   std::vector<uint8_t> buf;
   for (const auto& f : r.files) {
     std::string target = f.path;
-    bool rename = false, reencode = false;
-    for (const auto& x : f.findings)
+    bool rename = false, reencode = false, jpeg_baseline = false;
+    int64_t rw = 0, rh = 0;
+    for (const auto& x : f.findings) {
       if (x.code == "extension-mismatch" && IsImageFormat(f.content)) rename = true;
+      if (x.code == "exceeds-hw-decoder" && f.content == Format::kJpeg) {
+        long long w, h;
+        if (std::sscanf(x.fix.c_str(), "resize to %lldx%lld", &w, &h) == 2) { rw = w; rh = h; }
+        else if (x.fix.rfind("re-encode", 0) == 0) jpeg_baseline = true;
+      }
+    }
     if (f.is_text && !f.utf8.empty()) reencode = true;
-    if (!rename && !reencode) continue;
+    if (!rename && !reencode && !jpeg_baseline && !rw) continue;
     if (rename) target = Renamed(f.path, FormatExtension(f.content));
     fs::path dst = fs::path(out_dir) / target;
     bool ok;
@@ -375,11 +383,23 @@ std::vector<std::string> WriteFixes(const DataReport& r, const std::string& out_
       for (const auto& x : f.findings) bad += x.code == "invalid-bytes";
       what = "re-encoded " + f.text.encoding + (f.text.bom_bytes ? " (BOM dropped)" : "") + " -> UTF-8" +
              (bad ? ", " + std::to_string(bad) + " bad sequence(s) -> U+FFFD" : "");
+    } else if (rw || jpeg_baseline) {
+      ok = ReadAll(r.root + "/" + f.path, &buf);
+      auto res = rw ? JpegResizeToFit(buf.data(), buf.size(), rw, rh) : JpegToBaseline(buf.data(), buf.size());
+      if (ok && res.ok()) {
+        ok = WriteFile(dst, res.value().data(), res.value().size());
+        what = rw ? "resized to fit " + std::to_string(rw) + "x" + std::to_string(rh) +
+                        " (libjpeg DCT scaling, aspect kept), baseline Huffman, quality 90"
+                  : "transcoded losslessly to baseline sequential Huffman JPEG";
+      } else {
+        ok = false;
+        what = res.ok() ? "" : res.status().message();
+      }
     } else {
       ok = ReadAll(r.root + "/" + f.path, &buf) && WriteFile(dst, buf.data(), buf.size());
       what = std::string("copied with the extension of its content (") + FormatName(f.content) + ")";
     }
-    log.push_back(f.path + " -> " + target + ": " + (ok ? what : "FAILED to write " + dst.string()));
+    log.push_back(f.path + " -> " + target + ": " + (ok ? what : "FAILED (" + what + ") " + dst.string()));
   }
   return log;
 }

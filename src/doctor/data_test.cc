@@ -167,3 +167,56 @@ TEST(Data, ShortFileDecidedByFolderVote) {
 
 }  // namespace
 }  // namespace edgedecode::doctor
+
+namespace edgedecode::doctor {
+namespace {
+
+TEST(Data, FixReencodesJpegsForTheHardwareDecoder) {
+  testing::TempDir t, o;
+  testing::WriteBytes(t / "ari.jpg", testing::ReadBytes(testing::Testdata("images/libjpeg-turbo/testimgari.jpg")));
+  testing::WriteBytes(t / "big.jpg", testing::ReadBytes(testing::Testdata("images/pillow/hopper.jpg")));
+  DataCommand cmd;
+  cmd.opt.root = t.path;
+  HwDecoder hw;
+  hw.target = "npu";
+  hw.arithmetic = false;
+  hw.max_width = 227;  // testimgari is 227x149: fits; hopper is 128x128: fits
+  hw.max_height = 149;
+  hw.input_width = 64;
+  hw.input_height = 64;
+  cmd.opt.hw = hw;
+  cmd.fix = true;
+  cmd.out_dir = o / "fixed";
+  EXPECT_EQ(RunData(cmd), 1);
+  // The arithmetic file was transcoded; the copy now passes the same profile and decodes.
+  DataOptions again;
+  again.root = o / "fixed";
+  again.hw = hw;
+  auto r = CheckTree(again);
+  ASSERT_TRUE(r.ok());
+  bool found = false;
+  for (const auto& f : r.value().files) {
+    if (f.path != "ari.jpg") continue;
+    found = true;
+    EXPECT_FALSE(f.image.arithmetic);
+    EXPECT_TRUE(f.image.decoded);
+    EXPECT_EQ(f.image.width, 227);
+    for (const auto& x : f.findings) ADD_FAILURE() << x.code << ": " << x.message;
+  }
+  EXPECT_TRUE(found);
+  // Resize: a limit below hopper's size gives a copy that fits the model input.
+  testing::TempDir o2;
+  cmd.opt.hw->max_width = cmd.opt.hw->max_height = 100;
+  cmd.out_dir = o2 / "fixed";
+  RunData(cmd);
+  auto b = testing::ReadBytes(o2 / "fixed/big.jpg");
+  ASSERT_FALSE(b.empty());
+  ImageCheck c = CheckImage(Format::kJpeg, b.data(), b.size());
+  EXPECT_TRUE(c.info.decoded);
+  EXPECT_LE(c.info.width, 64);
+  EXPECT_LE(c.info.height, 64);
+  EXPECT_GT(c.info.width, 0);
+}
+
+}  // namespace
+}  // namespace edgedecode::doctor
