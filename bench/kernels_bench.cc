@@ -1,0 +1,88 @@
+// Microbenchmark (not a test): single-thread GB/s of kernels::MatMul on a TinyLlama ffn_down-sized
+// matrix (2048 rows x k=5632) per weight type per ISA, m=1 (decode) and m=8 (verify of a draft), next to a
+// read-bandwidth and a memcpy baseline. The matrix is replicated to exceed the L3 cache (copies are
+// rotated), so the figures are DRAM streaming rates.  Usage: kernels_bench [seconds_per_case=0.5]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "quant/quant.h"
+
+using namespace edgedecode;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int64_t kRows = 2048, kK = 5632;
+constexpr size_t kTotal = size_t{512} << 20;  // bytes streamed per sweep over the copies
+
+double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// Best-of GB/s of fn(i) moving `bytes` per call, over ~budget seconds.
+template <class F>
+double Rate(size_t bytes, double budget, F fn) {
+  double best = 1e30;
+  const auto start = Clock::now();
+  int i = 0;
+  while (Seconds(start, Clock::now()) < budget || i < 3) {
+    const auto t0 = Clock::now();
+    fn(i++);
+    best = std::min(best, Seconds(t0, Clock::now()));
+  }
+  return bytes / best / 1e9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const double budget = argc > 1 ? std::atof(argv[1]) : 0.5;
+  // Baselines over 512 MiB.
+  std::vector<uint64_t> buf(kTotal / 8, 1), dst(kTotal / 8);
+  volatile uint64_t sink = 0;
+  const double read_gbs = Rate(kTotal, budget, [&](int) {
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (size_t i = 0; i < buf.size(); i += 4) s0 += buf[i], s1 += buf[i + 1], s2 += buf[i + 2], s3 += buf[i + 3];
+    sink = sink + s0 + s1 + s2 + s3;
+  });
+  const double copy_gbs = Rate(kTotal, budget, [&](int) { std::memcpy(dst.data(), buf.data(), kTotal); });
+  std::printf("baseline read (sum of u64) %.1f GB/s, memcpy %.1f GB/s (bytes read), 1 thread\n", read_gbs, copy_gbs);
+  std::printf("%-7s %-6s %-40s %10s %10s %12s\n", "isa", "type", "kernel", "m=1 GB/s", "%read", "m=8/m=1 time");
+
+  const GgmlType types[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0,
+                            GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ2_K,
+                            GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(8 * kK), wrow(kK);
+  for (float& f : x) f = nd(rng);
+  for (float& f : wrow) f = nd(rng) * 0.05f;
+  std::vector<float> Y(8 * kRows);
+  for (GgmlType t : types) {
+    const size_t rb = RowBytes(t, kK), mat = rb * kRows;
+    const int copies = static_cast<int>(std::max<size_t>(2, kTotal / mat));
+    std::vector<uint8_t> W(mat * copies);
+    quant::QuantizeRow(t, wrow.data(), W.data(), kK);  // one row, replicated: values do not change speed
+    for (size_t off = rb; off < W.size(); off += rb) std::memcpy(W.data() + off, W.data(), rb);
+    for (kernels::Isa isa : {kernels::Isa::kRef, kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kNeon}) {
+      if (!kernels::IsaAvailable(isa)) continue;
+      kernels::Activations a1, a8;
+      a1.Prepare(isa, t, x.data(), 1, kK);
+      a8.Prepare(isa, t, x.data(), 8, kK);
+      const double b = isa == kernels::Isa::kRef ? std::min(budget, 0.2) : budget;
+      auto run = [&](const kernels::Activations& a, int i) {
+        kernels::MatMul(isa, t, W.data() + mat * (i % copies), kK, 0, kRows, a, Y.data(), kRows);
+      };
+      const double g1 = Rate(mat, b, [&](int i) { run(a1, i); });
+      const double g8 = Rate(mat, b, [&](int i) { run(a8, i); });
+      std::printf("%-7s %-6s %-40s %10.1f %9.0f%% %12.2f\n", kernels::IsaName(isa),
+                  TypeName(static_cast<uint32_t>(t)).c_str(), kernels::KernelName(isa, t).c_str(), g1,
+                  100 * g1 / read_gbs, g1 / g8);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
