@@ -3,7 +3,7 @@
 //
 //   node tools/oracle/logits.mjs MODEL.gguf PROMPTS.json OUT.json [--top K] [--full-max N] [--threads T] [--kv f32|f16]
 //   node tools/oracle/logits.mjs tokenize MODEL.gguf TEXT [--no-bos] [--special]
-//   node tools/oracle/logits.mjs info MODEL.gguf
+//   node tools/oracle/logits.mjs info MODEL.gguf [TEXT...] [--no-bos] [--special]
 //
 // logits: teacher-forced pass over each prompt, given as token ids (so tokenizer differences cannot confound
 // the comparison; no BOS is added: put it in the ids). For every position i, llama.cpp's next-token
@@ -15,7 +15,8 @@
 // "top" is sorted by falling probability, ties by id. Probabilities are llama.cpp's float32 values.
 //
 // tokenize: prints {"ids": [...]} from llama.cpp's tokenizer (BOS added unless --no-bos; --special parses
-// special-token text). info: prints {"n_vocab", "bos", "eos", "train_context", "vocab_type", ...}.
+// special-token text). info: prints {"n_vocab", "bos", "eos", "train_context", "vocab_type", ...,
+// "texts": [ids of each TEXT, tokenized as in tokenize]}.
 //
 // CPU only, never downloads or builds anything (gpu: false, build: "never", skipDownload), 1 thread by
 // default, one sequence, whole prompt in one batch: the output is deterministic for a given machine.
@@ -27,7 +28,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const usage =
     "usage: logits.mjs MODEL.gguf PROMPTS.json OUT.json [--top K] [--full-max N] [--threads T] [--kv f32|f16]\n" +
     "       logits.mjs tokenize MODEL.gguf TEXT [--no-bos] [--special]\n" +
-    "       logits.mjs info MODEL.gguf\n";
+    "       logits.mjs info MODEL.gguf [TEXT...] [--no-bos] [--special]\n";
 
 function die(msg, code = 2) {
     process.stderr.write(`oracle: ${msg}\n`);
@@ -175,13 +176,19 @@ async function main() {
         return;
     }
     if (pos[0] === "info") {
-        if (pos.length !== 2) die(usage);
+        if (pos.length < 2) die(usage);
         const {model} = await loadModel(pos[1], opt.threads);
         const nVocab = await vocabSize(model, opt);
+        const tok = (text) => {
+            const ids = [...model.tokenize(text, opt.special)];
+            if (opt.bos && model.tokens.bos != null) ids.unshift(model.tokens.bos);
+            return ids;
+        };
         process.stdout.write(JSON.stringify({
             oracle: oracleVersions(), model: pos[1], n_vocab: nVocab, bos: model.tokens.bos, eos: model.tokens.eos,
             train_context: model.trainContextSize, vocab_type: model.vocabularyType,
             architecture: model.fileInfo?.metadata?.general?.architecture ?? null,
+            texts: pos.slice(2).map(tok),
         }) + "\n");
         return;
     }
