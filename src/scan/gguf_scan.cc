@@ -37,6 +37,7 @@ Result<ScanReport> ScanGguf(const std::string& path, const Profile& p) {
   ScanReport r;
   r.model = path; r.target = p.name; r.accelerator = p.accelerator; r.bandwidth = p.bandwidth;
   r.memory_bytes = p.memory_bytes;
+  r.per = "token";
   auto add = [&](const std::string& name, const std::string& op, const std::string& type, const std::string& graph) {
     NodeResult n;
     n.name = name; n.op_type = op; n.domain = "gguf:" + arch; n.graph = graph;

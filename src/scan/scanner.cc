@@ -173,7 +173,7 @@ Check CheckNode(const OnnxModel& m, const Node& n, const Profile& p, const ScanO
         if (d.known() && d.value > max_dim)
           return {"dim_limit", v->name + " dimension " + std::to_string(d.value) + " > " + std::to_string(max_dim)};
   }
-  if (k.contains("max_batch") && !checked.empty() && checked[0] && checked[0]->has_shape && !checked[0]->dims.empty()) {
+  if (k.contains("max_batch") && !checked.empty() && checked[0] && checked[0]->has_shape && checked[0]->dims.size() >= 2) {
     const Dim& b = checked[0]->dims[0];
     if (b.known() && b.value > k["max_batch"].get<int64_t>())
       return {"batch_limit", "batch " + std::to_string(b.value) + " > " + k["max_batch"].dump()};
@@ -364,9 +364,9 @@ std::string ScanReport::SummaryLine() const {
   int compute = n_accel + n_cpu;
   std::string where = accelerator == "CPU" ? "CPU" : accelerator;
   std::string unknown = unknown_transitions ? " (+" + std::to_string(unknown_transitions) + " of unknown size)" : "";
-  std::snprintf(buf, sizeof buf, "%s: %d/%d nodes on %s in %d partition%s (+%d constant-folded), %zu CPU<->%s transition%s copying %s per inference%s (~%.2f ms at %.1f GB/s); verdict: %s",
+  std::snprintf(buf, sizeof buf, "%s: %d/%d nodes on %s in %d partition%s (+%d constant-folded), %zu CPU<->%s transition%s copying %s per %s%s (~%.2f ms at %.1f GB/s); verdict: %s",
                 target.c_str(), n_accel, compute, where.c_str(), partitions, partitions == 1 ? "" : "s", n_folded,
-                transitions.size(), where.c_str(), transitions.size() == 1 ? "" : "s", Mib(bytes).c_str(), unknown.c_str(),
+                transitions.size(), where.c_str(), transitions.size() == 1 ? "" : "s", Mib(bytes).c_str(), per.c_str(), unknown.c_str(),
                 seconds * 1e3, bandwidth / 1e9, verdict.c_str());
   return buf;
 }

@@ -70,6 +70,7 @@ struct ScanReport {
   std::vector<std::string> suggestions;
   std::vector<std::string> warnings;
   std::string verdict;          // GOOD / OK / MAYBE / BAD
+  std::string per = "inference";// unit of bytes/seconds: "inference" (ONNX) or "token" (GGUF)
   std::string SummaryLine() const;
   nlohmann::json ToJson() const;
   std::string ToCsv() const;
