@@ -1,0 +1,99 @@
+#include "tooling/model_spec.h"
+
+namespace edgedecode::tooling {
+
+int64_t TensorSpec::n_elements() const {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+int64_t ModelShape::n_params() const {
+  int64_t n = 0;
+  for (const TensorSpec& t : ModelTensors(*this)) n += t.n_elements();
+  return n;
+}
+
+Status ModelShape::Validate() const {
+  if (arch != "llama" && arch != "qwen2")
+    return InvalidArgument("architecture '" + arch + "' is not supported (supported: llama, qwen2)");
+  auto bad = [](const char* what, int64_t v) {
+    return InvalidArgument(std::string(what) + " must be positive (got " + std::to_string(v) + ")");
+  };
+  if (dim <= 0) return bad("dim", dim);
+  if (n_layers <= 0) return bad("n_layers", n_layers);
+  if (n_heads <= 0) return bad("n_heads", n_heads);
+  if (n_kv_heads <= 0) return bad("n_kv_heads", n_kv_heads);
+  if (ffn <= 0) return bad("ffn", ffn);
+  if (vocab <= 0) return bad("vocab", vocab);
+  if (context <= 0) return bad("context", context);
+  if (dim % n_heads != 0) return InvalidArgument("dim " + std::to_string(dim) + " is not a multiple of n_heads");
+  if (head_dim() % 2 != 0) return InvalidArgument("head dim must be even (RoPE rotates pairs)");
+  if (n_heads % n_kv_heads != 0) return InvalidArgument("n_heads must be a multiple of n_kv_heads");
+  if (dim > (1 << 20) || ffn > (1 << 22) || vocab > (1 << 24) || n_layers > 1024)
+    return InvalidArgument("model shape is absurdly large");
+  if (!(rope_base > 0) || !(rms_eps > 0)) return InvalidArgument("rope_base and rms_eps must be positive");
+  return Status::Ok();
+}
+
+std::vector<TensorSpec> ModelTensors(const ModelShape& s) {
+  const int64_t hd = s.head_dim(), q = s.n_heads * hd, kv = s.n_kv_heads * hd;
+  std::vector<TensorSpec> t;
+  t.push_back({"token_embd.weight", {s.dim, s.vocab}, TensorRole::kEmbedding});
+  t.push_back({"output_norm.weight", {s.dim}, TensorRole::kNorm});
+  if (!s.tied) t.push_back({"output.weight", {s.dim, s.vocab}, TensorRole::kOutput});
+  for (int l = 0; l < s.n_layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    t.push_back({b + "attn_q.weight", {s.dim, q}, TensorRole::kAttnQ, l});
+    if (s.qkv_bias) t.push_back({b + "attn_q.bias", {q}, TensorRole::kBias, l});
+    t.push_back({b + "attn_k.weight", {s.dim, kv}, TensorRole::kAttnK, l});
+    if (s.qkv_bias) t.push_back({b + "attn_k.bias", {kv}, TensorRole::kBias, l});
+    t.push_back({b + "attn_v.weight", {s.dim, kv}, TensorRole::kAttnV, l});
+    if (s.qkv_bias) t.push_back({b + "attn_v.bias", {kv}, TensorRole::kBias, l});
+    t.push_back({b + "attn_output.weight", {q, s.dim}, TensorRole::kAttnOut, l});
+    t.push_back({b + "attn_norm.weight", {s.dim}, TensorRole::kNorm, l});
+    t.push_back({b + "ffn_gate.weight", {s.dim, s.ffn}, TensorRole::kFfnGate, l});
+    t.push_back({b + "ffn_down.weight", {s.ffn, s.dim}, TensorRole::kFfnDown, l});
+    t.push_back({b + "ffn_up.weight", {s.dim, s.ffn}, TensorRole::kFfnUp, l});
+    t.push_back({b + "ffn_norm.weight", {s.dim}, TensorRole::kNorm, l});
+  }
+  return t;
+}
+
+void SetArchMetadata(const ModelShape& s, StreamWriter* w) {
+  using gguf::Value;
+  const std::string a = s.arch + ".";
+  w->Set("general.architecture", Value::Str(s.arch));
+  w->Set("general.name", Value::Str(s.name));
+  w->Set(a + "context_length", Value::U32(static_cast<uint32_t>(s.context)));
+  w->Set(a + "embedding_length", Value::U32(static_cast<uint32_t>(s.dim)));
+  w->Set(a + "block_count", Value::U32(static_cast<uint32_t>(s.n_layers)));
+  w->Set(a + "feed_forward_length", Value::U32(static_cast<uint32_t>(s.ffn)));
+  w->Set(a + "attention.head_count", Value::U32(static_cast<uint32_t>(s.n_heads)));
+  w->Set(a + "attention.head_count_kv", Value::U32(static_cast<uint32_t>(s.n_kv_heads)));
+  w->Set(a + "rope.dimension_count", Value::U32(static_cast<uint32_t>(s.head_dim())));
+  w->Set(a + "rope.freq_base", Value::F32(static_cast<float>(s.rope_base)));
+  w->Set(a + "attention.layer_norm_rms_epsilon", Value::F32(static_cast<float>(s.rms_eps)));
+  w->Set(a + "vocab_size", Value::U32(static_cast<uint32_t>(s.vocab)));
+}
+
+uint32_t FileTypeFor(GgmlType t) {
+  switch (t) {
+    case GgmlType::kF32: return 0;    // LLAMA_FTYPE_ALL_F32
+    case GgmlType::kF16: return 1;    // MOSTLY_F16
+    case GgmlType::kQ4_0: return 2;
+    case GgmlType::kQ4_1: return 3;
+    case GgmlType::kQ8_0: return 7;
+    case GgmlType::kQ5_0: return 8;
+    case GgmlType::kQ5_1: return 9;
+    case GgmlType::kQ2_K: return 10;
+    case GgmlType::kQ3_K: return 12;  // Q3_K_M
+    case GgmlType::kQ4_K: return 15;  // Q4_K_M
+    case GgmlType::kQ5_K: return 17;  // Q5_K_M
+    case GgmlType::kQ6_K: return 18;
+    case GgmlType::kBF16: return 32;
+    default: return 1024;             // LLAMA_FTYPE_GUESSED
+  }
+}
+
+}  // namespace edgedecode::tooling

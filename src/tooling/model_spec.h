@@ -1,0 +1,55 @@
+// The shape of a llama-family model and the GGUF names, dims and metadata llama.cpp expects for it.
+// Shared by synth, convert and quantize so every writer follows the same conventions.
+// Plain data and pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "edgedecode/status.h"
+#include "tooling/gguf_stream.h"
+
+namespace edgedecode::tooling {
+
+struct ModelShape {
+  std::string arch = "llama";  // "llama" or "qwen2"
+  std::string name = "synthetic";
+  int64_t dim = 256;           // embedding_length
+  int64_t n_layers = 4;        // block_count
+  int64_t n_heads = 8;
+  int64_t n_kv_heads = 4;
+  int64_t ffn = 768;           // feed_forward_length
+  int64_t vocab = 2048;
+  int64_t context = 2048;
+  double rope_base = 10000.0;
+  double rms_eps = 1e-5;
+  bool tied = false;           // output.weight omitted, token_embd used as classifier
+  bool qkv_bias = false;       // qwen2: attn_q/k/v.bias
+
+  int64_t head_dim() const { return dim / n_heads; }
+  int64_t n_params() const;
+  Status Validate() const;
+};
+
+enum class TensorRole { kEmbedding, kNorm, kBias, kAttnQ, kAttnK, kAttnV, kAttnOut, kFfnGate, kFfnUp, kFfnDown, kOutput };
+
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> dims;  // ggml order: dims[0] is the row length
+  TensorRole role;
+  int layer = -1;             // -1 for global tensors
+  int64_t n_elements() const;
+};
+
+// Tensors in llama.cpp's order: token_embd, output_norm, output, then per block attn_q, attn_k, attn_v,
+// attn_output, attn_norm, ffn_gate, ffn_down, ffn_up, ffn_norm (biases after their weights).
+std::vector<TensorSpec> ModelTensors(const ModelShape& s);
+
+// general.architecture, general.name and the {arch}.* hyper-parameters.
+void SetArchMetadata(const ModelShape& s, StreamWriter* w);
+
+// llama.cpp's general.file_type (llama_ftype) for a model whose matrices are mostly of type t.
+uint32_t FileTypeFor(GgmlType t);
+
+}  // namespace edgedecode::tooling

@@ -1,0 +1,249 @@
+#include "tooling/synth.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "base/thread_pool.h"
+#include "quant/quant.h"
+#include "tooling/convert_util.h"
+#include "tooling/rng.h"
+#include "tooling/vocab.h"
+
+namespace edgedecode::tooling {
+namespace {
+
+ModelShape Make(const char* arch, const char* name, int64_t dim, int64_t layers, int64_t heads, int64_t kv,
+                int64_t ffn, int64_t vocab, int64_t ctx, double rope, double eps, bool tied, bool bias) {
+  ModelShape s;
+  s.arch = arch;
+  s.name = name;
+  s.dim = dim;
+  s.n_layers = layers;
+  s.n_heads = heads;
+  s.n_kv_heads = kv;
+  s.ffn = ffn;
+  s.vocab = vocab;
+  s.context = ctx;
+  s.rope_base = rope;
+  s.rms_eps = eps;
+  s.tied = tied;
+  s.qkv_bias = bias;
+  return s;
+}
+
+struct PresetEntry {
+  const char* name;
+  ModelShape shape;
+};
+
+const std::vector<PresetEntry>& Presets() {
+  static const std::vector<PresetEntry> k = {
+      {"tinyllama-1.1b", Make("llama", "synth-tinyllama-1.1b", 2048, 22, 32, 4, 5632, 32000, 2048, 10000, 1e-5, false, false)},
+      {"smollm2-135m", Make("llama", "synth-smollm2-135m", 576, 30, 9, 3, 1536, 49152, 8192, 100000, 1e-5, true, false)},
+      {"qwen2.5-0.5b", Make("qwen2", "synth-qwen2.5-0.5b", 896, 24, 14, 2, 4864, 151936, 32768, 1000000, 1e-6, true, true)},
+      {"llama-tiny", Make("llama", "synth-llama-tiny", 256, 4, 8, 4, 768, 2048, 2048, 10000, 1e-5, false, false)},
+      {"qwen2-tiny", Make("qwen2", "synth-qwen2-tiny", 256, 4, 8, 4, 768, 2048, 2048, 1000000, 1e-6, true, true)},
+  };
+  return k;
+}
+
+uint64_t Fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// How one tensor's elements are drawn: value = mean + std * Normal().
+struct Init {
+  float mean;
+  float std;
+};
+
+Init InitFor(const TensorSpec& t, const ModelShape& s, double logit_scale) {
+  const float inv_dim = 1.0f / std::sqrt(static_cast<float>(s.dim));
+  // Tied models use small embeddings: the classifier is the embedding itself, and with unit-scale
+  // embeddings the input token's own logit would dominate every distribution.
+  const float emb_std = s.tied ? inv_dim : 1.0f;
+  switch (t.role) {
+    case TensorRole::kEmbedding: return {0.0f, emb_std};
+    case TensorRole::kNorm:
+      if (t.layer < 0) {
+        // output_norm: sets the logit scale when tied (logit std = gain * emb_std * sqrt(dim)).
+        const float gain = s.tied ? static_cast<float>(logit_scale) / (emb_std * std::sqrt(static_cast<float>(s.dim)))
+                                  : 1.0f;
+        return {gain, 0.05f * gain};
+      }
+      return {1.0f, 0.1f};
+    case TensorRole::kBias: return {0.0f, 0.2f};
+    case TensorRole::kOutput: return {0.0f, static_cast<float>(logit_scale) * inv_dim};
+    case TensorRole::kAttnQ: case TensorRole::kAttnK: case TensorRole::kAttnV:
+    case TensorRole::kFfnGate: case TensorRole::kFfnUp:
+      return {0.0f, inv_dim};
+    case TensorRole::kAttnOut: case TensorRole::kFfnDown:
+      return {0.0f, 1.0f / std::sqrt(static_cast<float>(t.dims[0]))};
+  }
+  return {0.0f, 1.0f};
+}
+
+template <typename T>
+Status GetField(const nlohmann::json& j, const char* key, T* out, const std::string& src) {
+  if (!j.contains(key)) return Status::Ok();
+  try {
+    *out = j.at(key).get<T>();
+  } catch (const std::exception& e) {
+    return InvalidArgument(src + ": key '" + key + "' has the wrong type: " + e.what());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::vector<std::string> PresetNames() {
+  std::vector<std::string> n;
+  for (const auto& p : Presets()) n.push_back(p.name);
+  return n;
+}
+
+Result<ModelShape> Preset(const std::string& name) {
+  for (const auto& p : Presets())
+    if (name == p.name) return p.shape;
+  std::string list;
+  for (const auto& n : PresetNames()) list += (list.empty() ? "" : ", ") + n;
+  return InvalidArgument("unknown preset '" + name + "' (presets: " + list + ")");
+}
+
+Result<ModelShape> ShapeFromJson(const std::string& text, const std::string& src) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    return InvalidArgument(src + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) return InvalidArgument(src + ": expected a JSON object of model shape fields");
+  static const char* kKeys[] = {"preset", "arch", "name", "dim", "n_layers", "n_heads", "n_kv_heads", "ffn",
+                                "vocab", "context", "rope_base", "rms_eps", "tied", "qkv_bias"};
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool known = false;
+    for (const char* k : kKeys) known |= it.key() == k;
+    if (!known) return InvalidArgument(src + ": unknown key '" + it.key() + "'");
+  }
+  std::string base = "llama-tiny";
+  ED_RETURN_IF_ERROR(GetField(j, "preset", &base, src));
+  ED_ASSIGN_OR_RETURN(ModelShape s, Preset(base));
+  ED_RETURN_IF_ERROR(GetField(j, "arch", &s.arch, src));
+  if (j.contains("arch") && !j.contains("qkv_bias")) s.qkv_bias = s.arch == "qwen2";
+  if (!j.contains("name")) s.name = "synth-custom";
+  ED_RETURN_IF_ERROR(GetField(j, "name", &s.name, src));
+  ED_RETURN_IF_ERROR(GetField(j, "dim", &s.dim, src));
+  ED_RETURN_IF_ERROR(GetField(j, "n_layers", &s.n_layers, src));
+  ED_RETURN_IF_ERROR(GetField(j, "n_heads", &s.n_heads, src));
+  ED_RETURN_IF_ERROR(GetField(j, "n_kv_heads", &s.n_kv_heads, src));
+  ED_RETURN_IF_ERROR(GetField(j, "ffn", &s.ffn, src));
+  ED_RETURN_IF_ERROR(GetField(j, "vocab", &s.vocab, src));
+  ED_RETURN_IF_ERROR(GetField(j, "context", &s.context, src));
+  ED_RETURN_IF_ERROR(GetField(j, "rope_base", &s.rope_base, src));
+  ED_RETURN_IF_ERROR(GetField(j, "rms_eps", &s.rms_eps, src));
+  ED_RETURN_IF_ERROR(GetField(j, "tied", &s.tied, src));
+  ED_RETURN_IF_ERROR(GetField(j, "qkv_bias", &s.qkv_bias, src));
+  ED_RETURN_IF_ERROR(s.Validate().WithContext(src));
+  return s;
+}
+
+double DefaultLogitScale(int64_t vocab) {
+  // Calibrated with the float forward pass of synth_test.cc: a logit std of ~0.8 of the expected
+  // maximum of `vocab` standard normals puts the top-1 probability mostly in 0.2-0.9.
+  return 0.8 * std::sqrt(2.0 * std::log(static_cast<double>(std::max<int64_t>(vocab, 2))));
+}
+
+Status SynthesizeModel(const SynthConfig& cfg, const std::string& out_path, SynthStats* stats) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ModelShape s = cfg.shape;
+  if (!IsWritableType(cfg.type))
+    return InvalidArgument(std::string("cannot write type ") + TypeTraits(cfg.type).name + " (types: " +
+                           WritableTypeList() + ")");
+  StreamWriter w;
+  std::unique_ptr<gguf::File> vocab_file;
+  if (!cfg.vocab_path.empty()) {
+    ED_ASSIGN_OR_RETURN(vocab_file, gguf::File::Open(cfg.vocab_path));
+    ED_ASSIGN_OR_RETURN(s.vocab, CopyTokenizer(*vocab_file, &w));
+  }
+  ED_RETURN_IF_ERROR(s.Validate());
+  if (cfg.vocab_path.empty()) ED_RETURN_IF_ERROR(SetSyntheticSpmTokenizer(s.vocab, &w));
+  SetArchMetadata(s, &w);
+  w.Set("general.file_type", gguf::Value::U32(FileTypeFor(cfg.type)));
+  if (TypeTraits(cfg.type).block_size > 1) w.Set("general.quantization_version", gguf::Value::U32(2));
+
+  const std::vector<TensorSpec> specs = ModelTensors(s);
+  std::vector<GgmlType> types;
+  SynthStats st;
+  for (const TensorSpec& t : specs) {
+    GgmlType ty = t.dims.size() == 1 ? GgmlType::kF32 : FitType(cfg.type, t.dims[0]);
+    if (t.dims.size() > 1 && ty != cfg.type) {
+      ++st.n_fallbacks;
+      if (cfg.progress)
+        std::fprintf(stderr, "synth: %s: row length %lld does not fit %s, using %s\n", t.name.c_str(),
+                     static_cast<long long>(t.dims[0]), TypeTraits(cfg.type).name, TypeTraits(ty).name);
+    }
+    types.push_back(ty);
+    ED_RETURN_IF_ERROR(w.Declare(t.name, t.dims, ty));
+    st.n_params += t.n_elements();
+  }
+  const double logit_scale = cfg.logit_scale > 0 ? cfg.logit_scale : DefaultLogitScale(s.vocab);
+  ED_RETURN_IF_ERROR(w.Begin(out_path));
+
+  ThreadPool pool(std::max(1, cfg.threads));
+  std::vector<float> f32;
+  std::vector<uint8_t> packed;
+  const bool big = st.n_params > 50'000'000;
+  int last_layer = -2;
+  for (size_t ti = 0; ti < specs.size(); ++ti) {
+    const TensorSpec& t = specs[ti];
+    if (cfg.progress && big && t.layer != last_layer) {
+      last_layer = t.layer;
+      const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (t.layer >= 0)
+        std::fprintf(stderr, "synth: layer %d/%lld (%.1f s)\n", t.layer + 1, static_cast<long long>(s.n_layers), el);
+    }
+    const Init init = InitFor(t, s, logit_scale);
+    const uint64_t tensor_seed = MixSeed(cfg.seed, Fnv1a(t.name));
+    const int64_t n = t.dims[0], rows = t.n_elements() / n;
+    const size_t row_bytes = RowBytes(types[ti], n);
+    // About 4M elements per chunk: small memory, enough rows to split over threads.
+    const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 22) / n);
+    f32.resize(static_cast<size_t>(std::min(chunk, rows) * n));
+    packed.resize(static_cast<size_t>(std::min(chunk, rows)) * row_bytes);
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+      const int64_t nr = std::min(chunk, rows - r0);
+      auto gen = [&](int64_t a, int64_t b, int) {
+        for (int64_t r = a; r < b; ++r) {
+          Rng rng(MixSeed(tensor_seed, static_cast<uint64_t>(r0 + r)));
+          float* row = f32.data() + r * n;
+          for (int64_t i = 0; i < n; ++i) row[i] = init.mean + init.std * rng.Normal();
+          if (types[ti] == GgmlType::kF32) continue;
+          quant::QuantizeRow(types[ti], row, packed.data() + r * row_bytes, n);
+        }
+      };
+      if (nr > 1 && pool.size() > 1) pool.ParallelFor(nr, 1, gen);
+      else gen(0, nr, 0);
+      const void* src = types[ti] == GgmlType::kF32 ? static_cast<const void*>(f32.data()) : packed.data();
+      ED_RETURN_IF_ERROR(w.Write(src, static_cast<size_t>(nr) * row_bytes));
+    }
+  }
+  ED_RETURN_IF_ERROR(w.Finish());
+  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  FILE* f = std::fopen(out_path.c_str(), "rb");
+  if (f) {
+    std::fseek(f, 0, SEEK_END);
+    st.file_bytes = static_cast<uint64_t>(std::ftell(f));
+    std::fclose(f);
+  }
+  if (stats) *stats = st;
+  return Status::Ok();
+}
+
+}  // namespace edgedecode::tooling

@@ -1,0 +1,52 @@
+// Synthetic models: random weights in a real architecture shape, written as GGUF that llama.cpp loads,
+// so any machine can measure and test without downloads. Deterministic: the same config and seed
+// give the same file bytes on every machine and for any thread count.
+//
+// Weight scales are chosen so that the next-token distribution is peaked but not degenerate (top-1
+// probability typically 0.2-0.9; see docs/tooling.md): unit-RMS activations into every matrix
+// (N(0, 1/fan_in) weights), and a classifier whose logits have standard deviation `logit_scale`.
+//
+// Tensors are generated, converted and written a chunk of rows at a time, so memory stays small even
+// for a 1.1B-parameter f32 model. Thread-safe: independent calls may run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "edgedecode/ggml_types.h"
+#include "edgedecode/status.h"
+#include "tooling/model_spec.h"
+
+namespace edgedecode::tooling {
+
+struct SynthConfig {
+  ModelShape shape;
+  GgmlType type = GgmlType::kF16;  // type of the matrices; 1-D tensors are always f32
+  uint64_t seed = 1;
+  std::string vocab_path;          // vocab GGUF whose tokenizer.* keys are copied; empty: synthetic SPM
+  double logit_scale = 0;          // std of the output logits; 0: DefaultLogitScale(vocab)
+  int threads = 2;
+  bool progress = false;           // per-layer progress and per-tensor type fallbacks on stderr
+};
+
+// Preset names: tinyllama-1.1b, smollm2-135m, qwen2.5-0.5b, llama-tiny, qwen2-tiny.
+std::vector<std::string> PresetNames();
+Result<ModelShape> Preset(const std::string& name);
+// A JSON object of shape fields (all optional, over the preset `base` or llama-tiny): "preset",
+// "arch", "name", "dim", "n_layers", "n_heads", "n_kv_heads", "ffn", "vocab", "context",
+// "rope_base", "rms_eps", "tied", "qkv_bias". Unknown keys are errors (so typos are caught).
+Result<ModelShape> ShapeFromJson(const std::string& json_text, const std::string& source_name);
+
+double DefaultLogitScale(int64_t vocab);
+
+struct SynthStats {
+  int64_t n_params = 0;
+  uint64_t file_bytes = 0;
+  double seconds = 0;
+  int n_fallbacks = 0;  // matrices written in another type because their rows do not fit `type`
+};
+
+Status SynthesizeModel(const SynthConfig& config, const std::string& out_path, SynthStats* stats = nullptr);
+
+}  // namespace edgedecode::tooling
