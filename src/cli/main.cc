@@ -16,6 +16,15 @@ struct Command {
 // Registered subcommands. A module adds its line here when its entry point exists.
 const Command kCommands[] = {
     // COMMANDS-TABLE (keep this marker: helpers add lines below it)
+    {"run", edgedecode::cli::RunMain, "generate text from a GGUF model (streams; timings on stderr)"},
+    {"logits", edgedecode::cli::LogitsMain, "teacher-forced next-token distributions (for checks against other engines)"},
+    {"bench", edgedecode::cli::BenchMain, "prefill/decode speed with the bandwidth roofline"},
+    {"perplexity", edgedecode::cli::PerplexityMain, "perplexity over a text file; KL divergence against saved logits"},
+    {"plan", edgedecode::cli::PlanMain, "memory budget table (weights, KV cache, activations) against a device"},
+    {"tokenize", edgedecode::cli::TokenizeMain, "text to token ids (and pieces)"},
+    {"synth", edgedecode::cli::SynthMain, "write a model with random weights in a real architecture shape"},
+    {"quantize", edgedecode::cli::QuantizeMain, "re-encode a GGUF model's tensors (f16, q8_0, q4_0, q4_k, ...)"},
+    {"convert", edgedecode::cli::ConvertMain, "import a model from another format (llama2c)"},
     {"scan", edgedecode::cli::ScanMain, "where each node of a model runs on a target device"},
     {"doctor", edgedecode::cli::DoctorMain, "environment and data checks that expose decode failures"},
 };

@@ -20,9 +20,26 @@
 
 namespace edgedecode::tok {
 
+// The tokenizer.ggml.* metadata, decoded (what FromGguf reads; synth can build one in memory).
+struct VocabSpec {
+  static constexpr int64_t kUnset = -2;
+  std::string model;                 // tokenizer.ggml.model: "llama" | "gpt2"
+  std::string pre;                   // tokenizer.ggml.pre ("" = default)
+  std::string name;                  // general.name (llama.cpp keys some token attributes on it)
+  std::vector<std::string> tokens;   // [n_vocab]
+  std::vector<float> scores;         // [n_vocab] or empty (all 0)
+  std::vector<int64_t> token_types;  // [n_vocab] or empty (all normal): 1 normal .. 6 byte
+  std::vector<std::string> merges;   // gpt2: "left right", by rank
+  int64_t bos = kUnset, eos = kUnset, eot = kUnset, eom = kUnset, unk = kUnset, pad = kUnset;
+  int add_bos = -1, add_eos = -1, add_space_prefix = -1;  // -1: the model's default
+};
+
 class Tokenizer {
  public:
+  // Errors: NotFound for a missing tokenizer key, Unsupported for another tokenizer.ggml.model or
+  // pre-tokenizer, Corrupt for inconsistent arrays or a vocab mangled by a UTF-8 re-encoding.
   static Result<std::unique_ptr<Tokenizer>> FromGguf(const gguf::File& file);
+  static Result<std::unique_ptr<Tokenizer>> FromSpec(const VocabSpec& spec);
   virtual ~Tokenizer() = default;
 
   // Text to ids. add_bos prepends BOS when the vocab has one (callers pass add_bos_default() unless
@@ -42,6 +59,10 @@ class Tokenizer {
   virtual bool add_bos_default() const = 0;
   virtual bool IsEndOfGeneration(int32_t id) const = 0;  // eos, eot, eom ...
   virtual std::string model() const = 0;  // "llama", "gpt2"
+  // Oddities found while loading that did not stop it (out-of-range special ids, ...).
+  virtual const std::vector<std::string>& warnings() const = 0;
+  // Id of a token by its exact text, -1 when none.
+  virtual int32_t TokenId(const std::string& text) const = 0;
 };
 
 // Turns a stream of token pieces into valid UTF-8 text: bytes of an incomplete multi-byte sequence are
