@@ -177,12 +177,14 @@ void PngError(png_structp png, png_const_charp msg) {
   const char* cls = ctx->eof ? "truncated" : "corrupt";
   if (!ctx->eof && (std::strstr(msg, "exceeds user limit") || std::strstr(msg, "too large")))
     cls = "unsupported-variant";
-  std::string m = std::string("libpng: ") + msg;
-  if (std::strstr(msg, "CgBI")) {  // Apple's iOS-optimised PNG: byte-swapped, raw deflate
-    cls = "unsupported-variant";
-    m += " (Apple CgBI PNG from an iOS app bundle; convert with pngcrush -revert-iphone-optimizations)";
+  {  // scoped: longjmp must not skip a std::string destructor
+    std::string m = std::string("libpng: ") + msg;
+    if (std::strstr(msg, "CgBI")) {  // Apple's iOS-optimised PNG: byte-swapped, raw deflate
+      cls = "unsupported-variant";
+      m += " (Apple CgBI PNG from an iOS app bundle; convert with pngcrush -revert-iphone-optimizations)";
+    }
+    ctx->out->findings.push_back(Make(cls, m, static_cast<int64_t>(ctx->pos)));
   }
-  ctx->out->findings.push_back(Make(cls, m, static_cast<int64_t>(ctx->pos)));
   std::longjmp(ctx->jump, 1);
 }
 
