@@ -32,9 +32,10 @@ inline std::string TempPath(const std::string& name) {
 }
 
 // args are passed through the shell: quote them yourself.
-inline CommandResult RunEdgedecode(const std::string& args) {
+// env: optional "NAME=value ..." prefix for the command.
+inline CommandResult RunEdgedecode(const std::string& args, const std::string& env = "") {
   const std::string err_path = TempPath("stderr.txt");
-  const std::string cmd = std::string(EDGEDECODE_BINARY) + " " + args + " 2>" + err_path;
+  const std::string cmd = env + (env.empty() ? "" : " ") + std::string(EDGEDECODE_BINARY) + " " + args + " 2>>" + err_path;
   CommandResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;

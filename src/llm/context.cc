@@ -137,6 +137,11 @@ Status Context::Eval(const int32_t* tokens, int n, bool all_logits) {
 void Context::Linear(const Weight& w, const float* X, int m, float* Y) {
   acts_.Prepare(params_.isa, w.type, X, m, w.cols);
   const kernels::Isa isa = params_.isa;
+  // Small matrices are not worth waking the workers for.
+  if (w.rows * w.cols * m < (1 << 15)) {
+    kernels::MatMul(isa, w.type, w.data, w.cols, 0, w.rows, acts_, Y, w.rows);
+    return;
+  }
   pool_.ParallelFor(w.rows, 16, [&](int64_t r0, int64_t r1, int) {
     kernels::MatMul(isa, w.type, w.data, w.cols, r0, r1, acts_, Y, w.rows);
   });
