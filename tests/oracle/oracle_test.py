@@ -7,7 +7,8 @@ usage: oracle_test.py --edgedecode BIN --testdata DIR [--work DIR] [--only SUBST
 For every model in MODELS (below), both engines get the same prompts as token ids (BOS first; no text, so
 tokenizer differences cannot confound): several deterministic pseudo-random id sequences of 32-64 tokens
 plus the ids llama.cpp's tokenizer gives for real text. llama.cpp runs through tools/oracle/logits.mjs
-(node-llama-cpp, CPU, 1 thread, f32 KV cache); edgedecode runs `logits -m MODEL --ids a,b,c --top K --json`.
+(node-llama-cpp, CPU, 1 thread, f32 KV cache); edgedecode runs
+`logits -m MODEL --ids a,b,c --top K --kv-type f32 --json` (the same f32 KV cache on both sides).
 
 Per position i (distribution of the token after ids[0..i]):
   - top-1 agreement: edgedecode's most likely token is llama.cpp's. A position where llama.cpp itself has a
@@ -157,7 +158,8 @@ def make_prompts(info, name):
 
 
 def edgedecode_logits(bin_, model, ids, k, name):
-    out, secs = run([bin_, "logits", "-m", model, "--ids", ",".join(map(str, ids)), "--top", str(k), "--json"],
+    out, secs = run([bin_, "logits", "-m", model, "--ids", ",".join(map(str, ids)), "--top", str(k), "--kv-type", "f32",
+                     "--json"],
                     f"{name}: edgedecode logits")
     try:
         doc = json.loads(out)
