@@ -18,7 +18,7 @@ inline bool UsesQ8(GgmlType t) {
 }
 
 // One column of k floats (k % 32 == 0) to q8 blocks of 32: qs [k], d [k/32], ds [k/32], bs [k/16].
-void QuantizeQ8(const float* x, int64_t k, int8_t* qs, float* d, float* ds, int16_t* bs);
+void QuantizeQ8(GgmlType wt, const float* x, int64_t k, int8_t* qs, float* d, float* ds, int16_t* bs);
 
 // The scalar reference matmul (quant::RefDotRow per output).
 void RefMatMul(GgmlType wt, const uint8_t* W, size_t row_bytes, int64_t k, int64_t r0, int64_t r1,

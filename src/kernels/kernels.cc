@@ -84,7 +84,22 @@ void Activations::Prepare(Isa isa, GgmlType weight_type, const float* X, int64_t
   quantized_ = detail::UsesQ8(weight_type) && KernelFor(isa, weight_type) != nullptr;
   if (!quantized_) {
     xf_.resize(static_cast<size_t>(m * k));  // keeps capacity: no allocation once warm
-    std::copy(X, X + m * k, xf_.begin());
+    if (!detail::UsesQ8(weight_type) || k % 32 != 0) {
+      std::copy(X, X + m * k, xf_.begin());
+      return;
+    }
+    // The reference path computes the same function as the integer paths: the activations are
+    // quantized as for them, then expanded back to float for the float dot product.
+    qs_.resize(static_cast<size_t>(m * k));
+    d_.resize(static_cast<size_t>(m * (k / 32)));
+    ds_.resize(static_cast<size_t>(m * (k / 32)));
+    bs_.resize(static_cast<size_t>(m * (k / 16)));
+    for (int64_t j = 0; j < m; ++j) {
+      detail::QuantizeQ8(weight_type, X + j * k, k, qs_.data() + j * k, d_.data() + j * (k / 32),
+                         ds_.data() + j * (k / 32), bs_.data() + j * (k / 16));
+      for (int64_t i = 0; i < k; ++i)
+        xf_[static_cast<size_t>(j * k + i)] = d_[static_cast<size_t>(j * (k / 32) + i / 32)] * qs_[static_cast<size_t>(j * k + i)];
+    }
     return;
   }
   assert(k % 32 == 0);
@@ -93,7 +108,7 @@ void Activations::Prepare(Isa isa, GgmlType weight_type, const float* X, int64_t
   ds_.resize(static_cast<size_t>(m * (k / 32)));
   bs_.resize(static_cast<size_t>(m * (k / 16)));
   for (int64_t j = 0; j < m; ++j)
-    detail::QuantizeQ8(X + j * k, k, qs_.data() + j * k, d_.data() + j * (k / 32),
+    detail::QuantizeQ8(weight_type, X + j * k, k, qs_.data() + j * k, d_.data() + j * (k / 32),
                        ds_.data() + j * (k / 32), bs_.data() + j * (k / 16));
 }
 

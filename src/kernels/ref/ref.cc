@@ -1,6 +1,7 @@
 // The scalar reference: float activations, quant::RefDotRow (dequantize, double accumulation) per output.
 // Also the q8 activation quantizer used by every integer SIMD path (scalar: it is O(m*k), the matmul
 // is O(rows*m*k)).
+#include "quant/blocks.h"
 #include <cmath>
 
 #include "kernels/internal.h"
@@ -16,22 +17,59 @@ void RefMatMul(GgmlType wt, const uint8_t* W, size_t row_bytes, int64_t k, int64
   }
 }
 
-void QuantizeQ8(const float* x, int64_t k, int8_t* qs, float* d, float* ds, int16_t* bs) {
+// Activations are quantized exactly as llama.cpp quantizes them for the same weight type (its
+// vec_dot_type), so that both engines compute the same integer dot products and their outputs agree
+// to float rounding: q8_0 for q4_0/q5_0/q8_0 and q8_1 for q4_1/q5_1 (fp16 scale, 127/amax, round half
+// to even, as its x86 code does), q8_K for the k-quants (one float scale per 256, the element
+// of largest magnitude maps to -127, round half to even). The q8_K scale is repeated over the eight
+// 32-blocks of its super-block so that every kernel reads one layout.
+void QuantizeQ8(GgmlType wt, const float* x, int64_t k, int8_t* qs, float* d, float* ds, int16_t* bs) {
+  const bool k_quant = TypeTraits(wt).block_size == 256;
+  if (k_quant) {
+    for (int64_t sb = 0; sb < k / 256; ++sb) {
+      const float* xs = x + sb * 256;
+      float amax = 0.0f, max = 0.0f;
+      for (int i = 0; i < 256; ++i) {
+        const float ax = std::fabs(xs[i]);
+        if (ax > amax) { amax = ax; max = xs[i]; }
+      }
+      const float iscale = amax > 0.0f ? -127.0f / max : 0.0f;
+      const float scale = amax > 0.0f ? 1.0f / iscale : 0.0f;
+      for (int b = 0; b < 8; ++b) {
+        int sum[2] = {0, 0};
+        for (int i = 0; i < 32; ++i) {
+          int q = static_cast<int>(std::nearbyint(iscale * xs[b * 32 + i]));
+          q = q > 127 ? 127 : (q < -127 ? -127 : q);
+          qs[sb * 256 + b * 32 + i] = static_cast<int8_t>(q);
+          sum[i / 16] += q;
+        }
+        const int64_t blk = sb * 8 + b;
+        d[blk] = scale;
+        ds[blk] = scale * static_cast<float>(sum[0] + sum[1]);
+        bs[2 * blk] = static_cast<int16_t>(sum[0]);
+        bs[2 * blk + 1] = static_cast<int16_t>(sum[1]);
+      }
+    }
+    return;
+  }
   for (int64_t b = 0; b < k / 32; ++b) {
     const float* xb = x + b * 32;
     float amax = 0.0f;
     for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
     const float scale = amax / 127.0f;
-    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    const float inv = amax != 0.0f ? 127.0f / amax : 0.0f;  // as llama.cpp's x86 quantize_row_q8_0
     int sum[2] = {0, 0};
     for (int i = 0; i < 32; ++i) {
-      int q = static_cast<int>(std::nearbyint(xb[i] * inv));
+      int q = static_cast<int>(std::nearbyint(xb[i] * inv));  // round half to even (_mm256_round_ps)
       q = q > 127 ? 127 : (q < -127 ? -127 : q);
       qs[b * 32 + i] = static_cast<int8_t>(q);
       sum[i / 16] += q;
     }
-    d[b] = scale;
-    ds[b] = scale * static_cast<float>(sum[0] + sum[1]);
+    const float dh = quant::HalfToFloat(quant::FloatToHalf(scale));
+    d[b] = dh;
+    // (llama.cpp's q8_1 also rounds d*sum to fp16 for q4_1/q5_1; kept in float here so that every
+    // path computes exactly sum(w * d*q): the difference is below fp16 rounding of one term.)
+    ds[b] = dh * static_cast<float>(sum[0] + sum[1]);
     bs[2 * b] = static_cast<int16_t>(sum[0]);
     bs[2 * b + 1] = static_cast<int16_t>(sum[1]);
   }
