@@ -2,7 +2,7 @@
 # Side-by-side decode/prefill benchmark: edgedecode bench vs llama.cpp's own llama-bench, same GGUF files,
 # same machine, alternating runs in one script; medians and ratios.
 #
-#   bench/vs_llamacpp.sh [--types "q4_0 q8_0 q4_k_m f16"] [--threads "1 2"] [--reps 3] [--quick]
+#   bench/vs_llamacpp.sh [--types "q4_0 q8_0 q4_k_m f16"] [--threads "1 2"] [--reps 3] [--pp 512] [--tg 128] [--quick]
 #
 # The peer is built once (CPU only, Release, native) from the llama.cpp source that the pinned npm
 # node-llama-cpp ships (llama/gitRelease.bundle, release v0.4.0) and cached; models are synthesized by
@@ -20,6 +20,8 @@ while (($#)); do
     --reps) reps=$2; shift 2 ;;
     --preset) preset=$2; shift 2 ;;
     --quick) pp=64; tg=32; shift ;;
+    --pp) pp=$2; shift 2 ;;
+    --tg) tg=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done

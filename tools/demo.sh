@@ -23,6 +23,9 @@ printf "prefill           %.1f tok/s\n" "$(field prefill_tok_s)"
 printf "time to 1st token %.0f ms\n" "$(field ttft_ms)"
 printf "decode            %.1f tok/s\n" "$(field decode_tok_s)"
 echo "kernels           $(sed -E 's/.*"kernels":"([a-z0-9]+)".*/\1/' <<<"$stats")"
+echo
+echo "== memory plan on this machine (edgedecode plan, ctx 2048) =="
+"$bin" plan -m "$model" -c 2048 || true
 if "$bin" --help 2>/dev/null | grep -q '^  doctor'; then
   echo
   echo "== memory bandwidth and the decode roofline (doctor env --model) =="

@@ -127,8 +127,8 @@ class Parser {
     ED_RETURN_IF_ERROR(ReadCount(&n_tensors, "tensor count"));
     ED_RETURN_IF_ERROR(ReadCount(&n_kv, "metadata count"));
     // Each kv needs at least a length, a type and one byte; each tensor at least ~ 24 bytes.
-    if (n_kv > Remaining() / 9) return Corrupt(At() + "metadata count " + std::to_string(n_kv) + " exceeds the file size");
-    if (n_tensors > Remaining() / 24) return Corrupt(At() + "tensor count " + std::to_string(n_tensors) + " exceeds the file size");
+    if (n_kv > Remaining() / 9) return Corrupt(At() + "metadata count " + std::to_string(n_kv) + " exceeds the file size (truncated or corrupt)");
+    if (n_tensors > Remaining() / 24) return Corrupt(At() + "tensor count " + std::to_string(n_tensors) + " exceeds the file size (truncated or corrupt)");
 
     for (uint64_t k = 0; k < n_kv; ++k) {
       std::string key;
