@@ -56,6 +56,23 @@ TEST_P(Golden, LlamaCppGgufsGreedy100MatchLlamaSimple) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, Golden, ::testing::Values("auto", "ref"));
 
+TEST(Run, ContextShiftGoesOnPastTheContextEnd) {
+  CommandResult r = RunEdgedecode("run -m " + kLlm + "/gguf/stories260K.f32.gguf -c 32 --temp 0 -n 80 --ignore-eos "
+                                  "-p 'Once upon a time' --context-shift --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["stop"], "n_predict");
+  EXPECT_EQ(j["tokens"].size(), 80u);
+  EXPECT_GE(j["context_shifts"].get<int>(), 3);
+  // Before the first shift the text is the plain greedy continuation.
+  CommandResult plain = RunEdgedecode("run -m " + kLlm + "/gguf/stories260K.f32.gguf -c 32 --temp 0 -n 80 --ignore-eos "
+                                      "-p 'Once upon a time' --json");
+  auto p = nlohmann::json::parse(plain.out);
+  ASSERT_EQ(p["stop"], "context");
+  const size_t n = p["tokens"].size();
+  for (size_t i = 0; i < n; ++i) EXPECT_EQ(j["tokens"][i], p["tokens"][i]) << i;
+}
+
 TEST(Run, SameSeedSameTextAnyThreadCount) {
   const std::string m = kLlm + "/gguf/stories260K.q8_0-ffn_down_f16.gguf";
   const std::string args = "run -m " + m + " -p 'Once upon a time' --temp 1.0 -n 40 --json --seed ";

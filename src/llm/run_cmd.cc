@@ -45,7 +45,7 @@ int RunMain(int argc, char** argv) {
   mo.Add(app);
   std::string prompt;
   int n_predict = 128;
-  bool no_bos = false, json = false, ignore_eos = false;
+  bool no_bos = false, json = false, ignore_eos = false, context_shift = false;
   llm::SamplerParams sp;
   app.add_option("-p,--prompt", prompt, "prompt text (empty: generate from BOS)");
   app.add_option("-n,--n-predict", n_predict, "tokens to generate")->capture_default_str();
@@ -57,6 +57,8 @@ int RunMain(int argc, char** argv) {
   app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalty looks back over")->capture_default_str();
   app.add_option("--seed", sp.seed, "RNG seed: the same seed gives the same text")->capture_default_str();
   app.add_flag("--no-bos", no_bos, "do not prepend BOS");
+  app.add_flag("--context-shift", context_shift,
+               "at the context end, drop the oldest half (keeping BOS) and go on, instead of stopping");
   app.add_flag("--ignore-eos", ignore_eos, "keep generating past end-of-generation tokens");
   app.add_flag("--json", json, "print one JSON object at the end (text, token ids, timings) instead of streaming");
   CLI11_PARSE(app, argc, argv);
@@ -90,6 +92,7 @@ int RunMain(int argc, char** argv) {
   double ttft = 0;
   auto t_decode = Clock::now();
   int32_t prev = toks.back();
+  int shifts = 0;
   for (int i = 0; i < n_predict; ++i) {
     int32_t next = sampler.Sample(ctx.logits(0), ctx.n_vocab());
     if (i == 0) {
@@ -113,8 +116,23 @@ int RunMain(int argc, char** argv) {
     prev = next;
     if (i + 1 == n_predict) break;
     if (ctx.n_past() >= ctx.n_ctx()) {
-      stop = "context";
-      break;
+      if (!context_shift) {
+        stop = "context";
+        break;
+      }
+      // Keep BOS and the newer half, and rebuild the cache from them (a prefill): positions restart,
+      // so RoPE stays consistent whatever the KV cache type.
+      std::vector<int32_t> all = toks;
+      all.insert(all.end(), out_ids.begin(), out_ids.end() - 1);  // `next` is evaluated below
+      const size_t keep = static_cast<size_t>(ctx.n_ctx()) / 2;
+      std::vector<int32_t> kept;
+      if (!all.empty() && all[0] == tk.bos()) kept.push_back(tk.bos());
+      kept.insert(kept.end(), all.end() - static_cast<long>(std::min(keep, all.size())), all.end());
+      ctx.Reset();
+      st = ctx.Eval(kept.data(), static_cast<int>(kept.size()), false);
+      if (!st.ok()) return Fail(st);
+      ++shifts;
+      if (!json) std::fprintf(stderr, "\n[context shift: kept %zu of %zu tokens]\n", kept.size(), all.size() + 1);
     }
     st = ctx.Eval(&next, 1, false);
     if (!st.ok()) return Fail(st);
@@ -145,6 +163,7 @@ int RunMain(int argc, char** argv) {
     j["prompt_tokens"] = toks;
     j["tokens"] = out_ids;
     j["stop"] = stop;
+    j["context_shifts"] = shifts;
     j["timings"] = {{"load_s", loaded->load_s}, {"prefill_s", prefill_s}, {"prefill_tok_s", prefill_tps},
                     {"ttft_ms", ttft * 1e3}, {"decode_s", decode_s}, {"decode_tok_s", decode_tps}};
     j["kernels"] = kernels::IsaName(ctx.isa());
