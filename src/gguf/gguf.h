@@ -112,6 +112,21 @@ class File {
   std::map<std::string, size_t> tensor_index_;
 };
 
+// A tensor as a header describes it.
+struct TensorDesc {
+  std::string name;
+  std::vector<int64_t> dims;
+  GgmlType type;
+  size_t nbytes;
+};
+
+// The bytes of a version-3 header: magic, counts, metadata (plus general.alignment when it is not the
+// default and not given), tensor infos with their aligned offsets, and the padding up to the data
+// section. Tensor i's data then starts at the next multiple of `alignment` after tensor i-1's. Both
+// Writer and the streaming writer of src/tooling emit this, so the layout is written in one place.
+std::string EncodeHeader(const std::vector<std::pair<std::string, Value>>& kv,
+                         const std::vector<TensorDesc>& tensors, uint64_t alignment);
+
 // Writes GGUF version 3. Metadata keys keep insertion order; setting a key twice replaces it.
 // Tensor data is copied at AddTensor unless AddTensorRef is used (then the caller keeps it alive
 // until Write returns).

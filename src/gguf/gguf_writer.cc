@@ -9,26 +9,17 @@
 namespace edgedecode::gguf {
 namespace {
 
-class Out {
+// Appends little-endian GGUF encodings to a byte string.
+class Encoder {
  public:
-  explicit Out(FILE* f) : f_(f) {}
-  bool ok() const { return ok_; }
-  uint64_t pos() const { return pos_; }
-  void Bytes(const void* p, size_t n) {
-    if (n && std::fwrite(p, 1, n, f_) != n) ok_ = false;
-    pos_ += n;
-  }
+  explicit Encoder(std::string* out) : out_(out) {}
   template <typename T>
-  void Pod(T v) { Bytes(&v, sizeof(T)); }
+  void Pod(T v) { out_->append(reinterpret_cast<const char*>(&v), sizeof(T)); }
   void Str(const std::string& s) {
     Pod<uint64_t>(s.size());
-    Bytes(s.data(), s.size());
+    out_->append(s);
   }
-  void Pad(uint64_t alignment) {
-    static const uint8_t zeros[256] = {0};
-    uint64_t target = (pos_ + alignment - 1) / alignment * alignment;
-    while (pos_ < target) Bytes(zeros, std::min<uint64_t>(sizeof(zeros), target - pos_));
-  }
+  void Pad(uint64_t alignment) { out_->resize((out_->size() + alignment - 1) / alignment * alignment, '\0'); }
   void Value(const gguf::Value& v) {
     switch (v.type) {
       case ValueType::kUint8: Pod<uint8_t>(static_cast<uint8_t>(v.u)); break;
@@ -52,12 +43,40 @@ class Out {
   }
 
  private:
-  FILE* f_;
-  bool ok_ = true;
-  uint64_t pos_ = 0;
+  std::string* out_;
 };
 
 }  // namespace
+
+std::string EncodeHeader(const std::vector<std::pair<std::string, Value>>& kv_in,
+                         const std::vector<TensorDesc>& tensors, uint64_t alignment) {
+  std::string bytes;
+  Encoder e(&bytes);
+  e.Pod<uint32_t>(0x46554747u);  // "GGUF"
+  e.Pod<uint32_t>(3);
+  e.Pod<uint64_t>(tensors.size());
+  std::vector<std::pair<std::string, gguf::Value>> kv = kv_in;
+  bool has_alignment = false;
+  for (const auto& p : kv) has_alignment |= p.first == "general.alignment";
+  if (!has_alignment && alignment != 32) kv.emplace_back("general.alignment", gguf::Value::U32(static_cast<uint32_t>(alignment)));
+  e.Pod<uint64_t>(kv.size());
+  for (const auto& p : kv) {
+    e.Str(p.first);
+    e.Pod<uint32_t>(static_cast<uint32_t>(p.second.type));
+    e.Value(p.second);
+  }
+  uint64_t offset = 0;
+  for (const TensorDesc& t : tensors) {
+    e.Str(t.name);
+    e.Pod<uint32_t>(static_cast<uint32_t>(t.dims.size()));
+    for (int64_t d : t.dims) e.Pod<uint64_t>(static_cast<uint64_t>(d));
+    e.Pod<uint32_t>(static_cast<uint32_t>(t.type));
+    e.Pod<uint64_t>(offset);
+    offset = (offset + t.nbytes + alignment - 1) / alignment * alignment;
+  }
+  e.Pad(alignment);
+  return bytes;
+}
 
 void Writer::Set(const std::string& key, gguf::Value v) {
   for (auto& kv : kv_) {
@@ -110,35 +129,23 @@ Status Writer::Write(const std::string& path) const {
   const std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) return IoError(tmp + ": cannot create: " + std::strerror(errno));
-  Out out(f);
-  out.Pod<uint32_t>(0x46554747u);
-  out.Pod<uint32_t>(3);
-  out.Pod<uint64_t>(tensors_.size());
-  std::vector<std::pair<std::string, gguf::Value>> kv = kv_;
-  bool has_alignment = false;
-  for (auto& p : kv) has_alignment |= p.first == "general.alignment";
-  if (!has_alignment && alignment_ != 32) kv.emplace_back("general.alignment", gguf::Value::U32(static_cast<uint32_t>(alignment_)));
-  out.Pod<uint64_t>(kv.size());
-  for (const auto& p : kv) {
-    out.Str(p.first);
-    out.Pod<uint32_t>(static_cast<uint32_t>(p.second.type));
-    out.Value(p.second);
-  }
-  uint64_t offset = 0;
+  std::vector<TensorDesc> descs;
+  descs.reserve(tensors_.size());
+  for (const PendingTensor& t : tensors_) descs.push_back({t.name, t.dims, t.type, t.nbytes});
+  const std::string header = EncodeHeader(kv_, descs, alignment_);
+  bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size();
+  static const char zeros[256] = {0};
   for (const PendingTensor& t : tensors_) {
-    out.Str(t.name);
-    out.Pod<uint32_t>(static_cast<uint32_t>(t.dims.size()));
-    for (int64_t d : t.dims) out.Pod<uint64_t>(static_cast<uint64_t>(d));
-    out.Pod<uint32_t>(static_cast<uint32_t>(t.type));
-    out.Pod<uint64_t>(offset);
-    offset = (offset + t.nbytes + alignment_ - 1) / alignment_ * alignment_;
+    const void* data = t.owned.empty() ? t.data : t.owned.data();
+    ok = ok && (t.nbytes == 0 || std::fwrite(data, 1, t.nbytes, f) == t.nbytes);
+    const size_t pad = (alignment_ - t.nbytes % alignment_) % alignment_;
+    for (size_t left = pad; ok && left > 0;) {
+      const size_t n = std::min(left, sizeof(zeros));
+      ok = std::fwrite(zeros, 1, n, f) == n;
+      left -= n;
+    }
   }
-  out.Pad(alignment_);
-  for (const PendingTensor& t : tensors_) {
-    out.Bytes(t.owned.empty() ? t.data : t.owned.data(), t.nbytes);
-    out.Pad(alignment_);
-  }
-  bool ok = out.ok() && std::fflush(f) == 0;
+  ok = ok && std::fflush(f) == 0;
   ok = (std::fclose(f) == 0) && ok;
   if (!ok) {
     std::remove(tmp.c_str());

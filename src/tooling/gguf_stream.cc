@@ -58,38 +58,10 @@ void StreamWriter::Bytes(const void* p, size_t n) {
   pos_ += n;
 }
 
-void StreamWriter::Str(const std::string& s) {
-  Pod<uint64_t>(s.size());
-  Bytes(s.data(), s.size());
-}
-
 void StreamWriter::Pad() {
   static const uint8_t zeros[256] = {0};
   uint64_t target = (pos_ + alignment_ - 1) / alignment_ * alignment_;
   while (pos_ < target) Bytes(zeros, std::min<uint64_t>(sizeof(zeros), target - pos_));
-}
-
-void StreamWriter::WriteValue(const gguf::Value& v) {
-  using gguf::ValueType;
-  switch (v.type) {
-    case ValueType::kUint8: Pod<uint8_t>(static_cast<uint8_t>(v.u)); break;
-    case ValueType::kInt8: Pod<int8_t>(static_cast<int8_t>(v.i)); break;
-    case ValueType::kUint16: Pod<uint16_t>(static_cast<uint16_t>(v.u)); break;
-    case ValueType::kInt16: Pod<int16_t>(static_cast<int16_t>(v.i)); break;
-    case ValueType::kUint32: Pod<uint32_t>(static_cast<uint32_t>(v.u)); break;
-    case ValueType::kInt32: Pod<int32_t>(static_cast<int32_t>(v.i)); break;
-    case ValueType::kUint64: Pod<uint64_t>(v.u); break;
-    case ValueType::kInt64: Pod<int64_t>(v.i); break;
-    case ValueType::kFloat32: Pod<float>(static_cast<float>(v.f)); break;
-    case ValueType::kFloat64: Pod<double>(v.f); break;
-    case ValueType::kBool: Pod<uint8_t>(v.u ? 1 : 0); break;
-    case ValueType::kString: Str(v.str); break;
-    case ValueType::kArray:
-      Pod<uint32_t>(static_cast<uint32_t>(v.array_type));
-      Pod<uint64_t>(v.array.size());
-      for (const gguf::Value& e : v.array) WriteValue(e);
-      break;
-  }
 }
 
 Status StreamWriter::Begin(const std::string& path) {
@@ -98,30 +70,11 @@ Status StreamWriter::Begin(const std::string& path) {
   tmp_ = path + ".tmp";
   f_ = std::fopen(tmp_.c_str(), "wb");
   if (!f_) return IoError(tmp_ + ": cannot create: " + std::strerror(errno));
-  Pod<uint32_t>(0x46554747u);  // "GGUF"
-  Pod<uint32_t>(3);
-  Pod<uint64_t>(tensors_.size());
-  auto kv = kv_;
-  bool has_alignment = false;
-  for (auto& p : kv) has_alignment |= p.first == "general.alignment";
-  if (!has_alignment && alignment_ != 32)
-    kv.emplace_back("general.alignment", gguf::Value::U32(static_cast<uint32_t>(alignment_)));
-  Pod<uint64_t>(kv.size());
-  for (const auto& p : kv) {
-    Str(p.first);
-    Pod<uint32_t>(static_cast<uint32_t>(p.second.type));
-    WriteValue(p.second);
-  }
-  uint64_t offset = 0;
-  for (const Decl& t : tensors_) {
-    Str(t.name);
-    Pod<uint32_t>(static_cast<uint32_t>(t.dims.size()));
-    for (int64_t d : t.dims) Pod<uint64_t>(static_cast<uint64_t>(d));
-    Pod<uint32_t>(static_cast<uint32_t>(t.type));
-    Pod<uint64_t>(offset);
-    offset = (offset + t.nbytes + alignment_ - 1) / alignment_ * alignment_;
-  }
-  Pad();
+  std::vector<gguf::TensorDesc> descs;
+  descs.reserve(tensors_.size());
+  for (const Decl& t : tensors_) descs.push_back({t.name, t.dims, t.type, t.nbytes});
+  const std::string header = gguf::EncodeHeader(kv_, descs, alignment_);
+  Bytes(header.data(), header.size());
   if (!io_ok_) {
     Abort();
     return IoError(path_ + ": write failed (disk full?)");

@@ -49,10 +49,6 @@ class StreamWriter {
     size_t nbytes;
   };
   void Bytes(const void* p, size_t n);
-  template <typename T>
-  void Pod(T v) { Bytes(&v, sizeof(T)); }
-  void Str(const std::string& s);
-  void WriteValue(const gguf::Value& v);
   void Pad();
   void Abort();
 
