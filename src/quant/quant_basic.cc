@@ -14,16 +14,6 @@
 namespace edgedecode::quant::internal {
 namespace {
 
-template <typename B>
-B LoadBlock(const uint8_t* p) {
-  B b;
-  std::memcpy(&b, p, sizeof(B));
-  return b;
-}
-template <typename B>
-void StoreBlock(const B& b, uint8_t* p) {
-  std::memcpy(p, &b, sizeof(B));
-}
 
 // Truncates t (expected in [0, hi + 1)) to an integer code in [0, hi]. NaN (from inf/NaN input)
 // gives 0 instead of the undefined behaviour of a raw cast.

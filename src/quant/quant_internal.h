@@ -3,8 +3,21 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 namespace edgedecode::quant::internal {
+
+// Blocks are packed structs at any byte offset: copy them in and out rather than cast the pointer.
+template <typename B>
+B LoadBlock(const uint8_t* p) {
+  B b;
+  std::memcpy(&b, p, sizeof(B));
+  return b;
+}
+template <typename B>
+void StoreBlock(const B& b, uint8_t* p) {
+  std::memcpy(p, &b, sizeof(B));
+}
 
 // quant_basic.cc: 32-element formats.
 void DequantQ4_0(const uint8_t* src, float* y, int64_t nb);

@@ -16,16 +16,6 @@
 namespace edgedecode::quant::internal {
 namespace {
 
-template <typename B>
-B LoadBlock(const uint8_t* p) {
-  B b;
-  std::memcpy(&b, p, sizeof(B));
-  return b;
-}
-template <typename B>
-void StoreBlock(const B& b, uint8_t* p) {
-  std::memcpy(p, &b, sizeof(B));
-}
 
 // Round to nearest even after clamping to [lo, hi] (|lo|, |hi| < 2^22): adding 1.5 * 2^23 leaves
 // the rounded integer in the low mantissa bits, which is much faster than lrint's library call.
