@@ -12,6 +12,11 @@ namespace edgedecode::kernels::detail {
 using MatMulFn = void (*)(const uint8_t* W, size_t row_bytes, int64_t k, int64_t r0, int64_t r1,
                           const Activations& x, float* Y, int64_t ldy);
 
+// A kernel over q4_0 weights repacked by PackQ4_0x8: rows [r0, r1) (multiples of 8).
+using PackedFn = void (*)(const uint8_t* P, int64_t k, int64_t r0, int64_t r1, const Activations& x, float* Y,
+                          int64_t ldy);
+constexpr size_t kQ4x8BlockBytes = 16 + 128;  // 8 fp16 scales, then 4 vectors of 8 rows x 4 bytes
+
 // True for the weight types whose optimized kernels take 8-bit quantized activations.
 inline bool UsesQ8(GgmlType t) {
   return t != GgmlType::kF32 && t != GgmlType::kF16 && t != GgmlType::kBF16;
@@ -26,8 +31,8 @@ void RefMatMul(GgmlType wt, const uint8_t* W, size_t row_bytes, int64_t k, int64
 
 // Per ISA: the kernel for a weight type, or nullptr when that type falls back to ref. Defined only in
 // the files compiled for that ISA; callers check IsaAvailable first.
-namespace avx2 { MatMulFn Kernel(GgmlType wt); }
-namespace avx512 { MatMulFn Kernel(GgmlType wt); }
+namespace avx2 { MatMulFn Kernel(GgmlType wt); PackedFn PackedQ4_0x8Kernel(); }
+namespace avx512 { MatMulFn Kernel(GgmlType wt); PackedFn PackedQ4_0x8Kernel(); }
 namespace neon { MatMulFn Kernel(GgmlType wt); }
 
 }  // namespace edgedecode::kernels::detail

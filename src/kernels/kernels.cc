@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstring>
 
 #include "kernels/internal.h"
+#include "quant/blocks.h"
 
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
@@ -84,6 +86,15 @@ void Activations::Prepare(Isa isa, GgmlType weight_type, const float* X, int64_t
   quantized_ = detail::UsesQ8(weight_type) && KernelFor(isa, weight_type) != nullptr;
   if (!quantized_) {
     xf_.resize(static_cast<size_t>(m * k));  // keeps capacity: no allocation once warm
+    if (weight_type == GgmlType::kF16 || weight_type == GgmlType::kBF16) {
+      // llama.cpp's dot product for 16-bit weights takes 16-bit activations (its vec_dot_type): round
+      // them the same way, so that both engines compute the same function (round to nearest even).
+      const bool f16 = weight_type == GgmlType::kF16;
+      for (int64_t i = 0; i < m * k; ++i)
+        xf_[static_cast<size_t>(i)] = f16 ? quant::HalfToFloat(quant::FloatToHalf(X[i]))
+                                          : quant::BHalfToFloat(quant::FloatToBHalf(X[i]));
+      return;
+    }
     if (!detail::UsesQ8(weight_type) || k % 32 != 0) {
       std::copy(X, X + m * k, xf_.begin());
       return;
@@ -126,9 +137,46 @@ void MatMul(Isa isa, GgmlType wt, const void* W, int64_t k, int64_t r0, int64_t 
   fn(w, row_bytes, k, r0, r1, x, Y, ldy);
 }
 
+bool CanPackQ4_0x8(Isa isa, int64_t rows, int64_t k) {
+  return (isa == Isa::kAvx2 || isa == Isa::kAvx512) && rows % 8 == 0 && k % 32 == 0 && rows > 0;
+}
+
+size_t PackedQ4_0x8Bytes(int64_t rows, int64_t k) {
+  return static_cast<size_t>(rows / 8) * static_cast<size_t>(k / 32) * detail::kQ4x8BlockBytes;
+}
+
+void PackQ4_0x8(const void* W, int64_t rows, int64_t k, void* out) {
+  const auto* src = static_cast<const quant::BlockQ4_0*>(W);
+  auto* dst = static_cast<uint8_t*>(out);
+  const int64_t nb = k / 32;
+  for (int64_t g = 0; g < rows / 8; ++g) {
+    for (int64_t b = 0; b < nb; ++b, dst += detail::kQ4x8BlockBytes) {
+      for (int r = 0; r < 8; ++r) {
+        const quant::BlockQ4_0& blk = src[(g * 8 + r) * nb + b];
+        std::memcpy(dst + 2 * r, &blk.d, 2);
+        for (int v = 0; v < 4; ++v) std::memcpy(dst + 16 + 32 * v + 4 * r, blk.qs + 4 * v, 4);
+      }
+    }
+  }
+}
+
+void MatMulPackedQ4_0x8(Isa isa, const void* P, int64_t k, int64_t r0, int64_t r1, const Activations& x,
+                        float* Y, int64_t ldy) {
+  assert(x.isa() == isa && x.weight_type() == GgmlType::kQ4_0 && x.k() == k && x.quantized());
+  assert(r0 % 8 == 0 && r1 % 8 == 0);
+  if (r1 <= r0 || x.m() == 0) return;
+  detail::PackedFn fn = nullptr;
+#if defined(__x86_64__)
+  fn = isa == Isa::kAvx512 ? detail::avx512::PackedQ4_0x8Kernel() : detail::avx2::PackedQ4_0x8Kernel();
+#endif
+  assert(fn != nullptr);
+  fn(static_cast<const uint8_t*>(P), k, r0, r1, x, Y, ldy);
+}
+
 std::string KernelName(Isa isa, GgmlType wt) {
   const std::string t = TypeName(static_cast<uint32_t>(wt));
-  if (isa == Isa::kRef) return "ref " + t + " (dequantize, f64 accumulate)";
+  if (isa == Isa::kRef)
+    return "ref " + t + (wt == GgmlType::kQ4_0 ? " x q8_0 (integer block sums, f32 accumulate)" : " (dequantize, f64 accumulate)");
   if (KernelFor(isa, wt) == nullptr)
     return "ref " + t + " (no " + IsaName(isa) + " kernel for this type)";
   const std::string act = detail::UsesQ8(wt) ? " x q8_0" : " x f32";

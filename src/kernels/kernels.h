@@ -67,6 +67,21 @@ class Activations {
 void MatMul(Isa isa, GgmlType wt, const void* W, int64_t k, int64_t r0, int64_t r1,
             const Activations& x, float* Y, int64_t ldy);
 
+// ---- q4_0 weights repacked at load (decode and prefill both measured faster, bench/README) ----------
+// Layout, per group of 8 consecutive rows, per block b of 32 columns (144 bytes, the same as the 8
+// original blocks): the 8 rows' fp16 scales, then 4 vectors of 32 bytes; vector v holds, for row r at
+// bytes 4r..4r+3, bytes 4v..4v+3 of that row's original qs (low nibbles: elements 4v..4v+3, high
+// nibbles: elements 16+4v..16+4v+3). The file keeps llama.cpp's layout; this copy is internal.
+// Packing is done where llama.cpp's CPU backend repacks q4_0 (x86 with AVX2, rows % 8 == 0, not the
+// token embedding), so both engines sum each row in the same order.
+bool CanPackQ4_0x8(Isa isa, int64_t rows, int64_t k);
+size_t PackedQ4_0x8Bytes(int64_t rows, int64_t k);
+// W: rows x k q4_0 in file layout; out: PackedQ4_0x8Bytes(rows, k) bytes.
+void PackQ4_0x8(const void* W, int64_t rows, int64_t k, void* out);
+// As MatMul for a packed weight; r0 and r1 multiples of 8; x prepared for (isa, q4_0, k).
+void MatMulPackedQ4_0x8(Isa isa, const void* P, int64_t k, int64_t r0, int64_t r1, const Activations& x,
+                        float* Y, int64_t ldy);
+
 // Which kernel a weight type gets on an ISA (for -v logging), e.g. "avx512-vnni q4_0 x q8_0".
 std::string KernelName(Isa isa, GgmlType wt);
 

@@ -12,7 +12,9 @@
 //    d_b/2, so |err| <= sum_b (d_b/2) * sum_{i in b} |w_i| (a strict bound, plus the 1e-5 slack). The
 //    typical relative error this gives is ~1e-3..1e-2 (printed per type).
 //  * Float paths (f32/f16/bf16 weights, float activations): only accumulation order differs from the
-//    double accumulation of the reference: |err| <= 1e-5 * sum|w_i * x_i|.
+//    double accumulation of the reference: |err| <= 1e-5 * sum|w_i * x_i|. f16/bf16 weights take
+//    activations rounded to f16/bf16 first (llama.cpp's vec_dot_type), which moves each x_i by at most
+//    half an ulp: end to end adds 2^-11 (f16) or 2^-8 (bf16) of sum|w_i * x_i|.
 #include "kernels/kernels.h"
 
 #include <gtest/gtest.h>
@@ -23,6 +25,7 @@
 #include <random>
 #include <vector>
 
+#include "quant/blocks.h"
 #include "quant/quant.h"
 
 namespace edgedecode::kernels {
@@ -104,6 +107,9 @@ void CheckOne(Isa isa, const Problem& p, double* max_rel) {
         abs_wxs += std::fabs(wf[i] * xs[i]);
         abs_wx += std::fabs(wf[i] * x[i]);
       }
+      // 16-bit weights take 16-bit activations (as llama.cpp's vec_dot_type): x moves by half an ulp.
+      if (p.t == GgmlType::kF16) grid += abs_wx * 0x1p-11;
+      if (p.t == GgmlType::kBF16) grid += abs_wx * 0x1p-8;
       // Integer types quantize activations on every path (ref included, to compute the same function).
       if (TypeTraits(p.t).block_size > 1) {
         for (int64_t b = 0; b < p.k / 32; ++b) {
@@ -196,6 +202,64 @@ TEST(KernelsParity, ActivationsReuseAcrossShapes) {
       }
     }
   }
+}
+
+// q4_0 repacked by 8 rows: bit-identical to a scalar model of the order it promises (per row, block by
+// block: acc = fma(float(exact int block sum), d_w * d_x, acc), llama.cpp's repacked order), within the
+// tight bound of the unpacked kernel, and bit-identical for any split of the rows at multiples of 8.
+TEST(KernelsParity, PackedQ4_0x8) {
+  int tested = 0;
+  uint32_t seed = 900;
+  for (Isa isa : PresentIsas()) {
+    for (int64_t rows : {8, 24, 40}) {
+      for (int64_t k : {32, 96, 544}) {
+        for (int64_t m : {1, 2, 3, 4, 5, 8, 13, 16}) {
+          if (!CanPackQ4_0x8(isa, rows, k)) continue;
+          Problem p = Make(GgmlType::kQ4_0, rows, k, m, seed++);
+          std::vector<uint8_t> packed(PackedQ4_0x8Bytes(rows, k));
+          PackQ4_0x8(p.w.data(), rows, k, packed.data());
+          Activations a;
+          a.Prepare(isa, p.t, p.x.data(), m, k);
+          const int64_t ldy = rows + 8;
+          std::vector<float> Y(static_cast<size_t>(m * ldy), -777.0f), U(Y.size(), -777.0f);
+          MatMulPackedQ4_0x8(isa, packed.data(), k, 0, rows, a, Y.data(), ldy);
+          MatMul(isa, p.t, p.w.data(), k, 0, rows, a, U.data(), ldy);
+          const auto* blk = reinterpret_cast<const quant::BlockQ4_0*>(p.w.data());
+          for (int64_t j = 0; j < m; ++j) {
+            for (int64_t r = 0; r < rows; ++r) {
+              float acc = 0.0f;
+              double abs_wx = 0;
+              for (int64_t b = 0; b < k / 32; ++b) {
+                const quant::BlockQ4_0& B = blk[r * (k / 32) + b];
+                int32_t sumi = 0;
+                for (int i = 0; i < 32; ++i) {
+                  const int w = (i < 16 ? (B.qs[i] & 0x0F) : (B.qs[i - 16] >> 4)) - 8;
+                  sumi += w * a.qs(j)[b * 32 + i];
+                  abs_wx += std::fabs(w * quant::HalfToFloat(B.d) * a.d(j)[b] * a.qs(j)[b * 32 + i]);
+                }
+                acc = std::fma(static_cast<float>(sumi), quant::HalfToFloat(B.d) * a.d(j)[b], acc);
+              }
+              const float got = Y[j * ldy + r];
+              ASSERT_EQ(got, acc) << IsaName(isa) << " rows=" << rows << " k=" << k << " m=" << m << " row " << r
+                                  << " col " << j;
+              ASSERT_LE(std::fabs(got - U[j * ldy + r]), 1e-5 * abs_wx + 1e-6) << IsaName(isa) << " vs unpacked";
+            }
+            for (int64_t r = rows; r < ldy; ++r) ASSERT_EQ(Y[j * ldy + r], -777.0f) << "wrote past row range";
+          }
+          std::vector<float> S(Y.size(), -777.0f);
+          for (int64_t r0 = 0; r0 < rows; r0 += 8) MatMulPackedQ4_0x8(isa, packed.data(), k, r0, r0 + 8, a, S.data(), ldy);
+          ASSERT_EQ(0, std::memcmp(S.data(), Y.data(), Y.size() * sizeof(float))) << IsaName(isa) << " row split";
+          ++tested;
+        }
+      }
+    }
+  }
+#if defined(__x86_64__)
+  if (IsaAvailable(Isa::kAvx2)) {
+    EXPECT_GT(tested, 0);
+  }
+#endif
+  std::printf("packed q4_0x8: %d problems bit-exact against the scalar model of the order\n", tested);
 }
 
 TEST(KernelsIsa, Resolve) {

@@ -74,7 +74,7 @@ int BenchMain(int argc, char** argv) {
                "edgedecode bench"};
   std::string model_path, threads_arg = "1,2", kernels_arg = "auto";
   int n_prompt = 512, n_gen = 128, reps = 3, depth = 0, verify = 0, n_batch = 512;
-  bool json = false;
+  bool json = false, no_repack = false;
   std::string kv_type = "f16";
   app.add_option("--kv-type", kv_type, "KV cache type: f16, q8_0, q4_0, f32")->capture_default_str();
   app.add_option("-m,--model", model_path, "GGUF model file")->required();
@@ -87,6 +87,7 @@ int BenchMain(int argc, char** argv) {
   app.add_option("-b,--batch", n_batch, "prefill batch")->capture_default_str();
   app.add_option("--kernels", kernels_arg, "auto, ref, avx2, avx512, neon")->capture_default_str();
   app.add_flag("--json", json, "one JSON object per result line");
+  app.add_flag("--no-repack", no_repack, "keep q4_0 matrices in the file layout (A/B of the repacked kernels)");
   CLI11_PARSE(app, argc, argv);
 
   auto isa = kernels::ResolveIsa(kernels_arg);
@@ -99,6 +100,7 @@ int BenchMain(int argc, char** argv) {
     std::fprintf(stderr, "edgedecode: %s\n", model.status().message().c_str());
     return 3;
   }
+  if (!no_repack) (*model)->RepackForKernels(*isa);
   const llm::Model& m = **model;
   const double model_mib = static_cast<double>(m.file().file_size()) / (1 << 20);
   if (!json)

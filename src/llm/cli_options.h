@@ -25,9 +25,10 @@ struct ModelOptions {
   int n_threads = 0;
   int n_batch = 512;
   std::string kernels = "auto";
-  bool verbose = false;
+  bool verbose = false, no_repack = false;
   std::string kv_type, type_k = "f16", type_v = "f16";
   int rotate_k = -1;
+  bool attn_f16 = false;
 
   void Add(CLI::App& app) {
     app.add_option("-m,--model", model, "GGUF model file")->required();
@@ -36,9 +37,11 @@ struct ModelOptions {
     app.add_option("-b,--batch", n_batch, "tokens per forward pass in prefill")->check(CLI::PositiveNumber);
     app.add_option("--kernels", kernels, "matmul kernels: auto, ref, avx2, avx512, neon")->capture_default_str();
     app.add_flag("-v,--verbose", verbose, "log the kernel each weight type gets");
+    app.add_flag("--no-repack", no_repack, "keep q4_0 matrices in the file layout (by default they are repacked by 8 rows at load for the x86 kernels)");
     app.add_option("--kv-type", kv_type, "KV cache type for K and V: f16, q8_0, q4_0, f32");
     app.add_option("--ctk", type_k, "K cache type")->capture_default_str();
     app.add_option("--ctv", type_v, "V cache type")->capture_default_str();
+    app.add_flag("--attn-f16", attn_f16, "attention as llama.cpp's CPU flash attention computes it over an f16 cache (f16 query and accumulator): reproduces its default output exactly on small heads");
     app.add_option("--rotate-k", rotate_k, "Hadamard-rotate keys before quantizing: 1 on, 0 off, -1 auto (on for q4_0 K)")->capture_default_str();
   }
 };
@@ -57,6 +60,7 @@ inline Status ParseKvTypes(const ModelOptions& o, llm::ContextParams* cp) {
   if (!ParseGgmlType(k, &cp->type_k)) return InvalidArgument("unknown K cache type '" + k + "'");
   if (!ParseGgmlType(v, &cp->type_v)) return InvalidArgument("unknown V cache type '" + v + "'");
   cp->rotate_k = o.rotate_k;
+  cp->attn_f16 = o.attn_f16;
   return Status::Ok();
 }
 
@@ -74,6 +78,7 @@ inline Result<Loaded> LoadModel(const ModelOptions& o) {
   ED_ASSIGN_OR_RETURN(kernels::Isa isa, kernels::ResolveIsa(o.kernels));
   Loaded l;
   ED_ASSIGN_OR_RETURN(l.model, llm::Model::Load(o.model));
+  const size_t repacked = o.no_repack ? 0 : l.model->RepackForKernels(isa);
   llm::ContextParams cp;
   cp.n_ctx = o.n_ctx;
   cp.n_threads = o.n_threads;
@@ -106,6 +111,9 @@ inline Result<Loaded> LoadModel(const ModelOptions& o) {
     std::set<GgmlType> types;
     for (const llm::Weight* w : l.model->all_weights()) types.insert(w->type);
     for (GgmlType t : types) std::fprintf(stderr, "kernel: %-6s -> %s\n", TypeName(static_cast<uint32_t>(t)).c_str(), kernels::KernelName(isa, t).c_str());
+    if (repacked > 0)
+      std::fprintf(stderr, "kernel: q4_0 matrices repacked by 8 rows (%s; token embedding kept in file layout)\n",
+                   llm::FormatBytes(repacked).c_str());
   }
   return l;
 }

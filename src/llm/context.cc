@@ -56,6 +56,10 @@ Result<std::unique_ptr<Context>> Context::Create(const Model& model, const Conte
     return InvalidArgument(std::string("kernels '") + kernels::IsaName(params.isa) + "' are not available on this CPU");
   ED_RETURN_IF_ERROR(CheckKvType(model.config(), params.type_k, "K"));
   ED_RETURN_IF_ERROR(CheckKvType(model.config(), params.type_v, "V"));
+  if (params.attn_f16 && model.config().head_dim > 256)
+    return InvalidArgument("--attn-f16 supports head dimensions up to 256");
+  if (params.attn_f16 && (params.type_k != GgmlType::kF16 || params.type_v != GgmlType::kF16))
+    return InvalidArgument("f16 attention accumulation (--attn-f16) needs an f16 K and V cache");
   if (params.rotate_k == 1 && !IsPow2(model.config().head_dim))
     return InvalidArgument("key rotation needs a power-of-two head dimension (this model has " +
                            std::to_string(model.config().head_dim) + ")");
@@ -137,14 +141,21 @@ Status Context::Eval(const int32_t* tokens, int n, bool all_logits) {
 void Context::Linear(const Weight& w, const float* X, int m, float* Y) {
   acts_.Prepare(params_.isa, w.type, X, m, w.cols);
   const kernels::Isa isa = params_.isa;
+  const bool packed = w.packed != nullptr && w.packed_isa == isa && acts_.quantized();
+  auto rows = [&](int64_t r0, int64_t r1) {
+    if (packed) {
+      kernels::MatMulPackedQ4_0x8(isa, w.packed, w.cols, r0, r1, acts_, Y, w.rows);
+    } else {
+      kernels::MatMul(isa, w.type, w.data, w.cols, r0, r1, acts_, Y, w.rows);
+    }
+  };
   // Small matrices are not worth waking the workers for.
   if (w.rows * w.cols * m < (1 << 15)) {
-    kernels::MatMul(isa, w.type, w.data, w.cols, 0, w.rows, acts_, Y, w.rows);
+    rows(0, w.rows);
     return;
   }
-  pool_.ParallelFor(w.rows, 16, [&](int64_t r0, int64_t r1, int) {
-    kernels::MatMul(isa, w.type, w.data, w.cols, r0, r1, acts_, Y, w.rows);
-  });
+  // Grain 16: every range starts at a multiple of 8, as the packed kernels need.
+  pool_.ParallelFor(w.rows, 16, [&](int64_t r0, int64_t r1, int) { rows(r0, r1); });
 }
 
 void Context::RmsNorm(const float* x, const std::vector<float>& w, int m, float* out) const {
@@ -203,6 +214,38 @@ void Context::LoadHead(const uint8_t* row, GgmlType t, int kvh, float* out, floa
   }
 }
 
+// One query head over positions [0, n) of an f16 cache, in the arithmetic of llama.cpp's CPU flash
+// attention (ggml_compute_forward_flash_attn_ext_f16 with f16 K/V and its scalar loops): q rounded to
+// f16; each score the float product of f16 values summed in double; on a new maximum M the f16
+// accumulator is scaled by exp(M_old - M) (rounded back to f16), then v * exp(s - M) is added, rounded
+// to f16; the sum S in float; out = f32(acc) * (1 / S).
+void Context::AttendF16(const uint8_t* kc, const uint8_t* vc, int kvh, const float* q, int n, float* out) const {
+  const int hd = model_.config().head_dim;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  uint16_t qh[256], acc[256];  // head_dim <= 256 (checked at Create)
+  for (int d = 0; d < hd; ++d) qh[d] = quant::FloatToHalf(q[d]), acc[d] = 0;
+  float M = -INFINITY, S = 0.0f;
+  for (int t = 0; t < n; ++t) {
+    const uint16_t* k = reinterpret_cast<const uint16_t*>(kc + static_cast<size_t>(t) * k_row_) + kvh * hd;
+    const uint16_t* v = reinterpret_cast<const uint16_t*>(vc + static_cast<size_t>(t) * v_row_) + kvh * hd;
+    double dot = 0;
+    for (int d = 0; d < hd; ++d) dot += static_cast<double>(quant::HalfToFloat(qh[d]) * quant::HalfToFloat(k[d]));
+    const float s = static_cast<float>(dot) * scale;
+    float ms = 1.0f, vs = 1.0f;
+    if (s > M) {
+      ms = std::exp(M - s);
+      M = s;
+      for (int d = 0; d < hd; ++d) acc[d] = quant::FloatToHalf(quant::HalfToFloat(acc[d]) * ms);
+    } else {
+      vs = std::exp(s - M);
+    }
+    for (int d = 0; d < hd; ++d) acc[d] = quant::FloatToHalf(quant::HalfToFloat(acc[d]) + quant::HalfToFloat(v[d]) * vs);
+    S = S * ms + vs;
+  }
+  const float inv = S == 0.0f ? 0.0f : 1.0f / S;
+  for (int d = 0; d < hd; ++d) out[d] = quant::HalfToFloat(acc[d]) * inv;
+}
+
 // Causal attention of the m new tokens (positions p0..p0+m-1) over the cache, one (token, head) pair
 // per work item, with online softmax: no score matrix is materialized, and the cache is read in its
 // stored type, one head slice at a time (never expanded to a full-precision copy).
@@ -225,6 +268,10 @@ void Context::Attention(int layer, int m, int p0) {
         std::memcpy(qr.data(), q, sizeof(float) * hd);
         Hadamard(qr.data(), hd);
         q = qr.data();
+      }
+      if (params_.attn_f16) {
+        AttendF16(kc, vc, kvh, q, p0 + i + 1, att_.data() + static_cast<size_t>(i) * qd + static_cast<size_t>(h) * hd);
+        continue;
       }
       float mx = -INFINITY, sum = 0;
       std::fill(acc.begin(), acc.end(), 0.0f);

@@ -29,6 +29,11 @@ struct ContextParams {
   // so q.k is unchanged): it spreads outlier channels over the block, which 4-bit blocks need.
   // -1: on for 4-bit K, 0: off, 1: on.
   int rotate_k = -1;
+  // Attention over an f16 cache computed as llama.cpp's CPU flash attention does it (its default): the
+  // query rounded to f16, the weighted V sum accumulated in f16, rescaled on each new maximum. It
+  // reproduces llama.cpp's output bit for bit where its vector loops run scalar (head_dim below the
+  // SIMD step), at some cost in precision at long contexts; off: f32 accumulation. Needs f16 K and V.
+  bool attn_f16 = false;
 };
 
 // Bytes the KV cache of a context takes: 2 x layers x n_ctx x row bytes of (kv_heads x head_dim).
@@ -74,6 +79,7 @@ class Context {
   void RmsNorm(const float* x, const std::vector<float>& w, int m, float* out) const;
   void Rope(float* v, int n_heads, int pos) const;
   void Attention(int layer, int m, int p0);
+  void AttendF16(const uint8_t* kc, const uint8_t* vc, int kvh, const float* q, int n, float* out) const;
   // Writes kv_dim floats of head kvh's slice of a cached row into out (hd floats); row_buf: kv_dim scratch.
   void LoadHead(const uint8_t* row, GgmlType t, int kvh, float* out, float* row_buf) const;
 

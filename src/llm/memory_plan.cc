@@ -45,7 +45,10 @@ MemoryPlan PlanMemory(const Model& model, const PlanParams& p) {
   for (const Weight* w : model.all_weights()) by_type[TypeName(static_cast<uint32_t>(w->type))] += w->nbytes();
   std::string types;
   for (const auto& [t, b] : by_type) types += (types.empty() ? "" : ", ") + t + " " + FormatBytes(b);
-  plan.items.push_back({"weights (memory-mapped)", model.file().file_size(), "the GGUF file, mapped read-only: " + types});
+  std::string how = "the GGUF file, mapped read-only: " + types;
+  if (model.packed_bytes() > 0)  // the copy replaces the released pages of the originals: same total
+    how += "; of which " + FormatBytes(model.packed_bytes()) + " q4_0 held repacked for the kernels (originals released)";
+  plan.items.push_back({"weights (memory-mapped)", model.file().file_size(), how});
   uint64_t small = 0;
   for (const LayerWeights& L : model.layers())
     small += (L.attn_norm.size() + L.ffn_norm.size() + L.bq.size() + L.bk.size() + L.bv.size()) * sizeof(float);

@@ -1,5 +1,8 @@
 #include "llm/model.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "quant/quant.h"
 
 namespace edgedecode::llm {
@@ -125,6 +128,28 @@ size_t Model::weight_bytes() const {
   // Norms and biases (float copies of small tensors).
   for (const LayerWeights& L : layers_) n += (L.attn_norm.size() + L.ffn_norm.size() + L.bq.size() + L.bk.size() + L.bv.size()) * 4;
   return n + output_norm_.size() * 4;
+}
+
+size_t Model::RepackForKernels(kernels::Isa isa) {
+  const long page = sysconf(_SC_PAGESIZE);
+  auto pack = [&](Weight& w) {
+    if (w.type != GgmlType::kQ4_0 || w.packed != nullptr || !kernels::CanPackQ4_0x8(isa, w.rows, w.cols)) return;
+    std::vector<uint8_t>& buf = packed_.emplace_back(kernels::PackedQ4_0x8Bytes(w.rows, w.cols));
+    kernels::PackQ4_0x8(w.data, w.rows, w.cols, buf.data());
+    w.packed = buf.data();
+    w.packed_isa = isa;
+    packed_bytes_ += buf.size();
+    // The original bytes are not read again: drop their whole pages from resident memory (a file
+    // mapping, so they would simply be read back from the file if ever touched).
+    const auto b = reinterpret_cast<uintptr_t>(w.data), e = b + w.nbytes();
+    const uintptr_t pb = (b + page - 1) / page * page, pe = e / page * page;
+    if (pe > pb) madvise(reinterpret_cast<void*>(pb), pe - pb, MADV_DONTNEED);
+  };
+  for (LayerWeights& L : layers_) {
+    for (Weight* x : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) pack(*x);
+  }
+  if (!cfg_.tied_embeddings) pack(output_);
+  return packed_bytes_;
 }
 
 std::vector<const Weight*> Model::all_weights() const {

@@ -6,6 +6,7 @@
 // share between threads and contexts.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "edgedecode/ggml_types.h"
 #include "edgedecode/status.h"
 #include "gguf/gguf.h"
+#include "kernels/kernels.h"
 #include "tok/tokenizer.h"
 
 namespace edgedecode::llm {
@@ -44,11 +46,13 @@ struct ModelConfig {
 
 // A 2-D weight as stored in the file: `rows` rows of `cols` elements of `type`.
 struct Weight {
-  const void* data = nullptr;
+  const void* data = nullptr;      // in the file's mapping
   GgmlType type = GgmlType::kF32;
   int64_t cols = 0;  // input features (row length, ggml ne0)
   int64_t rows = 0;  // output features
   std::string name;
+  const void* packed = nullptr;    // q4_0 repacked by 8 rows (kernels::PackQ4_0x8) for packed_isa, or null
+  kernels::Isa packed_isa = kernels::Isa::kRef;
   size_t nbytes() const { return RowBytes(type, cols) * static_cast<size_t>(rows); }
 };
 
@@ -82,6 +86,13 @@ class Model {
   const Weight& output() const { return output_; }  // (n_vocab, dim); token_embd when tied
   const std::vector<float>& rope_freq_factors() const { return rope_freqs_; }  // (n_rot/2) or empty
 
+  // Repacks the q4_0 matrices for the SIMD kernels of `isa` (kernels::CanPackQ4_0x8; never the token
+  // embedding, which is read by rows) into memory the model owns, and gives the pages of the originals
+  // back to the kernel (they are never read again), so resident memory stays about the file size. Call
+  // once, after Load and before any Context uses the model. Returns the bytes repacked.
+  size_t RepackForKernels(kernels::Isa isa);
+  size_t packed_bytes() const { return packed_bytes_; }
+
   // Bytes of all weights as stored (what decode streams once per token).
   size_t weight_bytes() const;
   // Every 2-D weight, for logging and accounting.
@@ -99,6 +110,8 @@ class Model {
   std::vector<float> output_norm_;
   Weight output_;
   std::vector<float> rope_freqs_;
+  std::vector<std::vector<uint8_t>> packed_;  // owns the buffers of Weight::packed
+  size_t packed_bytes_ = 0;
 };
 
 }  // namespace edgedecode::llm

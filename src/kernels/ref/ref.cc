@@ -1,8 +1,10 @@
-// The scalar reference: float activations, quant::RefDotRow (dequantize, double accumulation) per output.
+// The scalar reference: float activations, quant::RefDotRow (dequantize, double accumulation) per output;
+// q4_0 as integer block sums accumulated in float (see RefMatMul).
 // Also the q8 activation quantizer used by every integer SIMD path (scalar: it is O(m*k), the matmul
 // is O(rows*m*k)).
-#include "quant/blocks.h"
 #include <cmath>
+
+#include "quant/blocks.h"
 
 #include "kernels/internal.h"
 #include "quant/quant.h"
@@ -11,6 +13,26 @@ namespace edgedecode::kernels::detail {
 
 void RefMatMul(GgmlType wt, const uint8_t* W, size_t row_bytes, int64_t k, int64_t r0, int64_t r1,
                const Activations& x, float* Y, int64_t ldy) {
+  if (wt == GgmlType::kQ4_0 && k % 32 == 0) {
+    // q4_0 x q8_0 as integers: each block's exact sum, accumulated block by block in float,
+    // acc = fma(sum, d_w * d_x, acc) -- the order of the packed SIMD kernel and of llama.cpp's
+    // repacked q4_0 kernels, so that this path agrees with both bit for bit.
+    for (int64_t j = 0; j < x.m(); ++j) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const auto* blk = reinterpret_cast<const quant::BlockQ4_0*>(W + r * row_bytes);
+        float acc = 0.0f;
+        for (int64_t b = 0; b < k / 32; ++b) {
+          const int8_t* q = x.qs(j) + b * 32;
+          int32_t sum = 0;
+          for (int i = 0; i < 16; ++i)
+            sum += ((blk[b].qs[i] & 0x0F) - 8) * q[i] + ((blk[b].qs[i] >> 4) - 8) * q[i + 16];
+          acc = std::fma(static_cast<float>(sum), quant::HalfToFloat(blk[b].d) * x.d(j)[b], acc);
+        }
+        Y[j * ldy + r] = acc;
+      }
+    }
+    return;
+  }
   for (int64_t j = 0; j < x.m(); ++j) {
     const float* xj = x.xf(j);
     for (int64_t r = r0; r < r1; ++r) Y[j * ldy + r] = quant::RefDotRow(wt, W + r * row_bytes, xj, k);
