@@ -31,8 +31,16 @@ void RefMatMul(GgmlType wt, const uint8_t* W, size_t row_bytes, int64_t k, int64
 
 // Per ISA: the kernel for a weight type, or nullptr when that type falls back to ref. Defined only in
 // the files compiled for that ISA; callers check IsaAvailable first.
-namespace avx2 { MatMulFn Kernel(GgmlType wt); PackedFn PackedQ4_0x8Kernel(); }
-namespace avx512 { MatMulFn Kernel(GgmlType wt); PackedFn PackedQ4_0x8Kernel(); }
+namespace avx2 {
+MatMulFn Kernel(GgmlType wt);
+PackedFn PackedQ4_0x8Kernel();
+void HalfToFloatRow(const uint16_t* h, float* f, int64_t n);
+}  // namespace avx2
+namespace avx512 {
+MatMulFn Kernel(GgmlType wt);
+PackedFn PackedQ4_0x8Kernel();
+void HalfToFloatRow(const uint16_t* h, float* f, int64_t n);
+}  // namespace avx512
 namespace neon { MatMulFn Kernel(GgmlType wt); }
 
 }  // namespace edgedecode::kernels::detail

@@ -173,6 +173,14 @@ void MatMulPackedQ4_0x8(Isa isa, const void* P, int64_t k, int64_t r0, int64_t r
   fn(static_cast<const uint8_t*>(P), k, r0, r1, x, Y, ldy);
 }
 
+void HalfToFloatRow(Isa isa, const uint16_t* h, float* f, int64_t n) {
+#if defined(__x86_64__)
+  if (isa == Isa::kAvx2) return detail::avx2::HalfToFloatRow(h, f, n);
+  if (isa == Isa::kAvx512) return detail::avx512::HalfToFloatRow(h, f, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) f[i] = quant::HalfToFloat(h[i]);
+}
+
 std::string KernelName(Isa isa, GgmlType wt) {
   const std::string t = TypeName(static_cast<uint32_t>(wt));
   if (isa == Isa::kRef)

@@ -189,19 +189,16 @@ void Context::Rope(float* v, int n_heads, int pos) const {
   }
 }
 
-// Causal attention of the m new tokens (positions p0..p0+m-1) over the cache, one (token, head) pair
-// per work item, with online softmax: no score matrix is materialized.
+// One KV head of a cache row, as floats.
 void Context::LoadHead(const uint8_t* row, GgmlType t, int kvh, float* out, float* row_buf) const {
   const int hd = model_.config().head_dim;
   switch (t) {
     case GgmlType::kF32:
       std::memcpy(out, reinterpret_cast<const float*>(row) + static_cast<size_t>(kvh) * hd, sizeof(float) * hd);
       return;
-    case GgmlType::kF16: {
-      const uint16_t* h = reinterpret_cast<const uint16_t*>(row) + static_cast<size_t>(kvh) * hd;
-      for (int d = 0; d < hd; ++d) out[d] = quant::HalfToFloat(h[d]);
+    case GgmlType::kF16:
+      kernels::HalfToFloatRow(params_.isa, reinterpret_cast<const uint16_t*>(row) + static_cast<size_t>(kvh) * hd, out, hd);
       return;
-    }
     default:
       if (hd % 32 == 0) {  // the head is whole blocks: decode only those
         const size_t bs = TypeTraits(t).type_size;
@@ -213,6 +210,24 @@ void Context::LoadHead(const uint8_t* row, GgmlType t, int kvh, float* out, floa
       return;
   }
 }
+
+namespace {
+
+// s[t] = sum_d q[d] * k[t][d] for 4 keys: each sum in the plain order d = 0, 1, ... (as one scalar loop
+// would do it, so results do not depend on this batching), 4 independent chains for throughput.
+inline void Dot4(const float* q, const float* k, int hd, float* s) {
+  float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  const float *k0 = k, *k1 = k + hd, *k2 = k + 2 * hd, *k3 = k + 3 * hd;
+  for (int d = 0; d < hd; ++d) {
+    s0 += q[d] * k0[d];
+    s1 += q[d] * k1[d];
+    s2 += q[d] * k2[d];
+    s3 += q[d] * k3[d];
+  }
+  s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
+}
+
+}  // namespace
 
 // One query head over positions [0, n) of an f16 cache, in the arithmetic of llama.cpp's CPU flash
 // attention (ggml_compute_forward_flash_attn_ext_f16 with f16 K/V and its scalar loops): q rounded to
@@ -246,9 +261,10 @@ void Context::AttendF16(const uint8_t* kc, const uint8_t* vc, int kvh, const flo
   for (int d = 0; d < hd; ++d) out[d] = quant::HalfToFloat(acc[d]) * inv;
 }
 
-// Causal attention of the m new tokens (positions p0..p0+m-1) over the cache, one (token, head) pair
-// per work item, with online softmax: no score matrix is materialized, and the cache is read in its
-// stored type, one head slice at a time (never expanded to a full-precision copy).
+// Causal attention of the m new tokens (positions p0..p0+m-1) over the cache, with online softmax (no
+// score matrix). One work item is (token, KV head): the cache is read in its stored type, a chunk of
+// positions at a time, and each K/V row is converted once for all the query heads that share it (GQA).
+// Items are ordered so that any contiguous range mixes short and long histories (balanced threads).
 void Context::Attention(int layer, int m, int p0) {
   const ModelConfig& c = model_.config();
   const int hd = c.head_dim, kvd = c.kv_dim(), qd = c.q_dim();
@@ -257,42 +273,60 @@ void Context::Attention(int layer, int m, int p0) {
   const uint8_t* kc = k_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * k_row_;
   const uint8_t* vc = v_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * v_row_;
   const GgmlType tk = params_.type_k, tv = params_.type_v;
-  pool_.ParallelFor(static_cast<int64_t>(m) * c.n_heads, 1, [&](int64_t b, int64_t e, int) {
-    std::vector<float> acc(static_cast<size_t>(hd)), kf(static_cast<size_t>(hd)), vf(static_cast<size_t>(hd)),
-        qr(static_cast<size_t>(hd)), row(static_cast<size_t>(kvd));
+  constexpr int kChunk = 16;  // positions converted per step (a multiple of 4)
+  pool_.ParallelFor(static_cast<int64_t>(m) * c.n_kv_heads, 1, [&](int64_t b, int64_t e, int) {
+    std::vector<float> kf(static_cast<size_t>(kChunk) * hd), vf(kf.size()), qr(static_cast<size_t>(group) * hd),
+        acc(static_cast<size_t>(group) * hd), row(static_cast<size_t>(kvd)), s(static_cast<size_t>(kChunk));
+    std::vector<float> mx(static_cast<size_t>(group)), sum(static_cast<size_t>(group));
     for (int64_t item = b; item < e; ++item) {
-      const int i = static_cast<int>(item / c.n_heads), h = static_cast<int>(item % c.n_heads);
-      const int kvh = h / group;
-      const float* q = q_.data() + static_cast<size_t>(i) * qd + static_cast<size_t>(h) * hd;
-      if (rotate_k_) {  // keys were stored rotated: rotate the query the same way
-        std::memcpy(qr.data(), q, sizeof(float) * hd);
-        Hadamard(qr.data(), hd);
-        q = qr.data();
+      const int kvh = static_cast<int>(item % c.n_kv_heads);
+      const int j = static_cast<int>(item / c.n_kv_heads);
+      const int i = j % 2 == 0 ? j / 2 : m - 1 - j / 2;  // 0, m-1, 1, m-2, ...
+      const int n = p0 + i + 1;                          // positions this token sees
+      const float* q0 = q_.data() + static_cast<size_t>(i) * qd + static_cast<size_t>(kvh) * group * hd;
+      const float* qs = q0;
+      if (rotate_k_ || params_.attn_f16) {  // keys were stored rotated: rotate the queries the same way
+        std::memcpy(qr.data(), q0, sizeof(float) * group * hd);
+        if (rotate_k_)
+          for (int g = 0; g < group; ++g) Hadamard(qr.data() + static_cast<size_t>(g) * hd, hd);
+        qs = qr.data();
       }
+      float* out = att_.data() + static_cast<size_t>(i) * qd + static_cast<size_t>(kvh) * group * hd;
       if (params_.attn_f16) {
-        AttendF16(kc, vc, kvh, q, p0 + i + 1, att_.data() + static_cast<size_t>(i) * qd + static_cast<size_t>(h) * hd);
+        for (int g = 0; g < group; ++g) AttendF16(kc, vc, kvh, qs + g * hd, n, out + g * hd);
         continue;
       }
-      float mx = -INFINITY, sum = 0;
       std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int t = 0; t <= p0 + i; ++t) {
-        LoadHead(kc + static_cast<size_t>(t) * k_row_, tk, kvh, kf.data(), row.data());
-        float s = 0;
-        for (int d = 0; d < hd; ++d) s += q[d] * kf[static_cast<size_t>(d)];
-        s *= scale;
-        if (s > mx) {
-          const float r = std::exp(mx - s);  // rescale what was accumulated under the old max
-          for (int d = 0; d < hd; ++d) acc[static_cast<size_t>(d)] *= r;
-          sum *= r;
-          mx = s;
+      std::fill(mx.begin(), mx.end(), -INFINITY);
+      std::fill(sum.begin(), sum.end(), 0.0f);
+      for (int t0 = 0; t0 < n; t0 += kChunk) {
+        const int nt = std::min(kChunk, n - t0);
+        for (int tt = 0; tt < nt; ++tt) {
+          LoadHead(kc + static_cast<size_t>(t0 + tt) * k_row_, tk, kvh, kf.data() + tt * hd, row.data());
+          LoadHead(vc + static_cast<size_t>(t0 + tt) * v_row_, tv, kvh, vf.data() + tt * hd, row.data());
         }
-        const float w = std::exp(s - mx);
-        sum += w;
-        LoadHead(vc + static_cast<size_t>(t) * v_row_, tv, kvh, vf.data(), row.data());
-        for (int d = 0; d < hd; ++d) acc[static_cast<size_t>(d)] += w * vf[static_cast<size_t>(d)];
+        for (int tt = nt; tt < (nt + 3) / 4 * 4; ++tt) std::fill_n(kf.data() + tt * hd, hd, 0.0f);
+        for (int g = 0; g < group; ++g) {
+          const float* q = qs + static_cast<size_t>(g) * hd;
+          float* a = acc.data() + static_cast<size_t>(g) * hd;
+          for (int tt = 0; tt < nt; tt += 4) Dot4(q, kf.data() + tt * hd, hd, s.data() + tt);
+          for (int tt = 0; tt < nt; ++tt) {
+            const float st = s[static_cast<size_t>(tt)] * scale;
+            if (st > mx[g]) {
+              const float r = std::exp(mx[g] - st);  // rescale what was accumulated under the old max
+              for (int d = 0; d < hd; ++d) a[d] *= r;
+              sum[g] *= r;
+              mx[g] = st;
+            }
+            const float w = std::exp(st - mx[g]);
+            sum[g] += w;
+            const float* v = vf.data() + tt * hd;
+            for (int d = 0; d < hd; ++d) a[d] += w * v[d];
+          }
+        }
       }
-      float* out = att_.data() + static_cast<size_t>(i) * qd + static_cast<size_t>(h) * hd;
-      for (int d = 0; d < hd; ++d) out[d] = acc[static_cast<size_t>(d)] / sum;
+      for (int g = 0; g < group; ++g)
+        for (int d = 0; d < hd; ++d) out[g * hd + d] = acc[static_cast<size_t>(g) * hd + d] / sum[static_cast<size_t>(g)];
     }
   });
 }
