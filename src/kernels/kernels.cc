@@ -79,48 +79,53 @@ Result<Isa> ResolveIsa(std::string_view name) {
 }
 
 void Activations::Prepare(Isa isa, GgmlType weight_type, const float* X, int64_t m, int64_t k) {
+  Begin(isa, weight_type, m, k);
+  Fill(X, 0, m);
+}
+
+void Activations::Begin(Isa isa, GgmlType weight_type, int64_t m, int64_t k) {
   isa_ = isa;
   wt_ = weight_type;
   m_ = m;
   k_ = k;
   quantized_ = detail::UsesQ8(weight_type) && KernelFor(isa, weight_type) != nullptr;
-  if (!quantized_) {
-    xf_.resize(static_cast<size_t>(m * k));  // keeps capacity: no allocation once warm
-    if (weight_type == GgmlType::kF16 || weight_type == GgmlType::kBF16) {
-      // llama.cpp's dot product for 16-bit weights takes 16-bit activations (its vec_dot_type): round
-      // them the same way, so that both engines compute the same function (round to nearest even).
-      const bool f16 = weight_type == GgmlType::kF16;
-      for (int64_t i = 0; i < m * k; ++i)
-        xf_[static_cast<size_t>(i)] = f16 ? quant::HalfToFloat(quant::FloatToHalf(X[i]))
-                                          : quant::BHalfToFloat(quant::FloatToBHalf(X[i]));
-      return;
-    }
-    if (!detail::UsesQ8(weight_type) || k % 32 != 0) {
-      std::copy(X, X + m * k, xf_.begin());
-      return;
-    }
-    // The reference path computes the same function as the integer paths: the activations are
-    // quantized as for them, then expanded back to float for the float dot product.
+  assert(!quantized_ || k % 32 == 0);
+  // Resizing keeps capacity: no allocation once warm.
+  const bool q8 = detail::UsesQ8(weight_type) && k % 32 == 0;
+  if (!quantized_) xf_.resize(static_cast<size_t>(m * k));
+  if (q8) {
     qs_.resize(static_cast<size_t>(m * k));
     d_.resize(static_cast<size_t>(m * (k / 32)));
     ds_.resize(static_cast<size_t>(m * (k / 32)));
     bs_.resize(static_cast<size_t>(m * (k / 16)));
-    for (int64_t j = 0; j < m; ++j) {
-      detail::QuantizeQ8(weight_type, X + j * k, k, qs_.data() + j * k, d_.data() + j * (k / 32),
-                         ds_.data() + j * (k / 32), bs_.data() + j * (k / 16));
-      for (int64_t i = 0; i < k; ++i)
-        xf_[static_cast<size_t>(j * k + i)] = d_[static_cast<size_t>(j * (k / 32) + i / 32)] * qs_[static_cast<size_t>(j * k + i)];
-    }
+  }
+}
+
+void Activations::Fill(const float* X, int64_t j0, int64_t j1) {
+  const int64_t k = k_;
+  const GgmlType wt = wt_;
+  if (wt == GgmlType::kF16 || wt == GgmlType::kBF16) {
+    // llama.cpp's dot product for 16-bit weights takes 16-bit activations (its vec_dot_type): round
+    // them the same way, so that both engines compute the same function (round to nearest even).
+    const bool f16 = wt == GgmlType::kF16;
+    for (int64_t i = j0 * k; i < j1 * k; ++i)
+      xf_[static_cast<size_t>(i)] = f16 ? quant::HalfToFloat(quant::FloatToHalf(X[i]))
+                                        : quant::BHalfToFloat(quant::FloatToBHalf(X[i]));
     return;
   }
-  assert(k % 32 == 0);
-  qs_.resize(static_cast<size_t>(m * k));
-  d_.resize(static_cast<size_t>(m * (k / 32)));
-  ds_.resize(static_cast<size_t>(m * (k / 32)));
-  bs_.resize(static_cast<size_t>(m * (k / 16)));
-  for (int64_t j = 0; j < m; ++j)
-    detail::QuantizeQ8(weight_type, X + j * k, k, qs_.data() + j * k, d_.data() + j * (k / 32),
-                       ds_.data() + j * (k / 32), bs_.data() + j * (k / 16));
+  if (!detail::UsesQ8(wt) || k % 32 != 0) {
+    std::copy(X + j0 * k, X + j1 * k, xf_.begin() + j0 * k);
+    return;
+  }
+  for (int64_t j = j0; j < j1; ++j) {
+    detail::QuantizeQ8(wt, X + j * k, k, qs_.data() + j * k, d_.data() + j * (k / 32), ds_.data() + j * (k / 32),
+                       bs_.data() + j * (k / 16));
+    if (quantized_) continue;
+    // The reference path computes the same function as the integer paths: the activations are
+    // quantized as for them, then expanded back to float for the float dot product.
+    for (int64_t i = 0; i < k; ++i)
+      xf_[static_cast<size_t>(j * k + i)] = d_[static_cast<size_t>(j * (k / 32) + i / 32)] * qs_[static_cast<size_t>(j * k + i)];
+  }
 }
 
 void MatMul(Isa isa, GgmlType wt, const void* W, int64_t k, int64_t r0, int64_t r1,

@@ -35,6 +35,10 @@ class Activations {
  public:
   // X: m rows of k floats, row-major (m = tokens, k = input features).
   void Prepare(Isa isa, GgmlType weight_type, const float* X, int64_t m, int64_t k);
+  // Prepare in two steps, so that threads can share the work: Begin (one thread) sizes the buffers,
+  // then Fill(X, j0, j1) prepares columns [j0, j1); Fill calls on disjoint ranges may run concurrently.
+  void Begin(Isa isa, GgmlType weight_type, int64_t m, int64_t k);
+  void Fill(const float* X, int64_t j0, int64_t j1);
 
   Isa isa() const { return isa_; }
   GgmlType weight_type() const { return wt_; }

@@ -139,8 +139,13 @@ Status Context::Eval(const int32_t* tokens, int n, bool all_logits) {
 }
 
 void Context::Linear(const Weight& w, const float* X, int m, float* Y) {
-  acts_.Prepare(params_.isa, w.type, X, m, w.cols);
   const kernels::Isa isa = params_.isa;
+  if (m < 4) {
+    acts_.Prepare(isa, w.type, X, m, w.cols);
+  } else {  // prefill: the threads share the activation quantization too
+    acts_.Begin(isa, w.type, m, w.cols);
+    pool_.ParallelFor(m, 1, [&](int64_t j0, int64_t j1, int) { acts_.Fill(X, j0, j1); });
+  }
   const bool packed = w.packed != nullptr && w.packed_isa == isa && acts_.quantized();
   auto rows = [&](int64_t r0, int64_t r1) {
     if (packed) {

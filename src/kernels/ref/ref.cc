@@ -77,7 +77,10 @@ void QuantizeQ8(GgmlType wt, const float* x, int64_t k, int8_t* qs, float* d, fl
   for (int64_t b = 0; b < k / 32; ++b) {
     const float* xb = x + b * 32;
     float amax = 0.0f;
-    for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
+    for (int i = 0; i < 32; ++i) {
+      const float ax = std::fabs(xb[i]);
+      amax = ax > amax ? ax : amax;
+    }
     const float scale = amax / 127.0f;
     const float inv = amax != 0.0f ? 127.0f / amax : 0.0f;  // as llama.cpp's x86 quantize_row_q8_0
     int sum[2] = {0, 0};
