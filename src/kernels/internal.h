@@ -35,11 +35,13 @@ namespace avx2 {
 MatMulFn Kernel(GgmlType wt);
 PackedFn PackedQ4_0x8Kernel();
 void HalfToFloatRow(const uint16_t* h, float* f, int64_t n);
+void DequantizeRow(GgmlType t, const uint8_t* src, float* y, int64_t nb);
 }  // namespace avx2
 namespace avx512 {
 MatMulFn Kernel(GgmlType wt);
 PackedFn PackedQ4_0x8Kernel();
 void HalfToFloatRow(const uint16_t* h, float* f, int64_t n);
+void DequantizeRow(GgmlType t, const uint8_t* src, float* y, int64_t nb);
 }  // namespace avx512
 namespace neon { MatMulFn Kernel(GgmlType wt); }
 

@@ -7,6 +7,7 @@
 
 #include "kernels/internal.h"
 #include "quant/blocks.h"
+#include "quant/quant.h"
 
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
@@ -184,6 +185,17 @@ void HalfToFloatRow(Isa isa, const uint16_t* h, float* f, int64_t n) {
   if (isa == Isa::kAvx512) return detail::avx512::HalfToFloatRow(h, f, n);
 #endif
   for (int64_t i = 0; i < n; ++i) f[i] = quant::HalfToFloat(h[i]);
+}
+
+void DequantizeRow(Isa isa, GgmlType t, const void* src, float* dst, int64_t n) {
+#if defined(__x86_64__)
+  if ((t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0) && n % 32 == 0) {
+    const auto* p = static_cast<const uint8_t*>(src);
+    if (isa == Isa::kAvx2) return detail::avx2::DequantizeRow(t, p, dst, n / 32);
+    if (isa == Isa::kAvx512) return detail::avx512::DequantizeRow(t, p, dst, n / 32);
+  }
+#endif
+  quant::DequantizeRow(t, src, dst, n);
 }
 
 std::string KernelName(Isa isa, GgmlType wt) {

@@ -88,6 +88,9 @@ void MatMulPackedQ4_0x8(Isa isa, const void* P, int64_t k, int64_t r0, int64_t r
 
 // n fp16 values to float (exact; F16C on x86 SIMD ISAs). For the attention over an f16 cache.
 void HalfToFloatRow(Isa isa, const uint16_t* h, float* f, int64_t n);
+// n elements of a row of type t to float, the values quant::DequantizeRow gives (SIMD for q8_0 and q4_0
+// on x86, the KV cache types; quant::DequantizeRow otherwise).
+void DequantizeRow(Isa isa, GgmlType t, const void* src, float* dst, int64_t n);
 
 // Which kernel a weight type gets on an ISA (for -v logging), e.g. "avx512-vnni q4_0 x q8_0".
 std::string KernelName(Isa isa, GgmlType wt);

@@ -262,6 +262,33 @@ TEST(KernelsParity, PackedQ4_0x8) {
   std::printf("packed q4_0x8: %d problems bit-exact against the scalar model of the order\n", tested);
 }
 
+// The KV-cache row conversions give exactly quant::DequantizeRow's values on every ISA.
+TEST(KernelsParity, KvRowConversionsAreExact) {
+  std::mt19937 rng(31);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  for (int64_t n : {32, 64, 96, 256, 1024}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& f : x) f = nd(rng);
+    x[3] = 0.0f, x[5] = -1e-6f, x[7] = 70000.0f;  // zero, an f16 subnormal, an f16 overflow (inf)
+    for (GgmlType t : {GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+      std::vector<uint8_t> row(RowBytes(t, n));
+      quant::QuantizeRow(t, x.data(), row.data(), n);
+      std::vector<float> want(static_cast<size_t>(n)), got(want.size());
+      quant::DequantizeRow(t, row.data(), want.data(), n);
+      for (Isa isa : PresentIsas()) {
+        std::fill(got.begin(), got.end(), -1.0f);
+        if (t == GgmlType::kF16) {
+          HalfToFloatRow(isa, reinterpret_cast<const uint16_t*>(row.data()), got.data(), n);
+        } else {
+          DequantizeRow(isa, t, row.data(), got.data(), n);
+        }
+        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
+            << IsaName(isa) << " " << TypeName(static_cast<uint32_t>(t)) << " n=" << n;
+      }
+    }
+  }
+}
+
 TEST(KernelsIsa, Resolve) {
   Result<Isa> a = ResolveIsa("auto");
   ASSERT_TRUE(a.ok());

@@ -207,9 +207,9 @@ void Context::LoadHead(const uint8_t* row, GgmlType t, int kvh, float* out, floa
     default:
       if (hd % 32 == 0) {  // the head is whole blocks: decode only those
         const size_t bs = TypeTraits(t).type_size;
-        quant::DequantizeRow(t, row + static_cast<size_t>(kvh) * (hd / 32) * bs, out, hd);
+        kernels::DequantizeRow(params_.isa, t, row + static_cast<size_t>(kvh) * (hd / 32) * bs, out, hd);
       } else {  // blocks span heads (head_dim < 32): decode the row
-        quant::DequantizeRow(t, row, row_buf, model_.config().kv_dim());
+        kernels::DequantizeRow(params_.isa, t, row, row_buf, model_.config().kv_dim());
         std::memcpy(out, row_buf + static_cast<size_t>(kvh) * hd, sizeof(float) * hd);
       }
       return;
@@ -218,18 +218,21 @@ void Context::LoadHead(const uint8_t* row, GgmlType t, int kvh, float* out, floa
 
 namespace {
 
-// s[t] = sum_d q[d] * k[t][d] for 4 keys: each sum in the plain order d = 0, 1, ... (as one scalar loop
-// would do it, so results do not depend on this batching), 4 independent chains for throughput.
-inline void Dot4(const float* q, const float* k, int hd, float* s) {
-  float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  const float *k0 = k, *k1 = k + hd, *k2 = k + 2 * hd, *k3 = k + 3 * hd;
+// s[t] = sum_d q[d] * kT[d][t] for 16 keys stored transposed (kT: head_dim rows of 16): each sum in the
+// plain order d = 0, 1, ..., a multiply then an add (as one scalar loop does it, so results do not
+// depend on this batching), 16 keys in two vectors of 8 lanes.
+typedef float F8 __attribute__((vector_size(32)));
+inline void Dot16T(const float* q, const float* kT, int hd, float* s) {
+  F8 a = {}, b = {};
   for (int d = 0; d < hd; ++d) {
-    s0 += q[d] * k0[d];
-    s1 += q[d] * k1[d];
-    s2 += q[d] * k2[d];
-    s3 += q[d] * k3[d];
+    F8 k0, k1;
+    std::memcpy(&k0, kT + d * 16, sizeof k0);
+    std::memcpy(&k1, kT + d * 16 + 8, sizeof k1);
+    a = a + q[d] * k0;
+    b = b + q[d] * k1;
   }
-  s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
+  std::memcpy(s, &a, sizeof a);
+  std::memcpy(s + 8, &b, sizeof b);
 }
 
 }  // namespace
@@ -278,10 +281,11 @@ void Context::Attention(int layer, int m, int p0) {
   const uint8_t* kc = k_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * k_row_;
   const uint8_t* vc = v_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * v_row_;
   const GgmlType tk = params_.type_k, tv = params_.type_v;
-  constexpr int kChunk = 16;  // positions converted per step (a multiple of 4)
+  constexpr int kChunk = 16;  // positions converted per step (Dot16T's width)
   pool_.ParallelFor(static_cast<int64_t>(m) * c.n_kv_heads, 1, [&](int64_t b, int64_t e, int) {
     std::vector<float> kf(static_cast<size_t>(kChunk) * hd), vf(kf.size()), qr(static_cast<size_t>(group) * hd),
-        acc(static_cast<size_t>(group) * hd), row(static_cast<size_t>(kvd)), s(static_cast<size_t>(kChunk));
+        acc(static_cast<size_t>(group) * hd), row(static_cast<size_t>(kvd)), s(static_cast<size_t>(kChunk)),
+        kT(kf.size());
     std::vector<float> mx(static_cast<size_t>(group)), sum(static_cast<size_t>(group));
     for (int64_t item = b; item < e; ++item) {
       const int kvh = static_cast<int>(item % c.n_kv_heads);
@@ -310,11 +314,13 @@ void Context::Attention(int layer, int m, int p0) {
           LoadHead(kc + static_cast<size_t>(t0 + tt) * k_row_, tk, kvh, kf.data() + tt * hd, row.data());
           LoadHead(vc + static_cast<size_t>(t0 + tt) * v_row_, tv, kvh, vf.data() + tt * hd, row.data());
         }
-        for (int tt = nt; tt < (nt + 3) / 4 * 4; ++tt) std::fill_n(kf.data() + tt * hd, hd, 0.0f);
+        // Keys transposed (d-major, 16 positions per row; unused positions zero) for Dot16T.
+        for (int d = 0; d < hd; ++d)
+          for (int tt = 0; tt < kChunk; ++tt) kT[static_cast<size_t>(d) * kChunk + tt] = tt < nt ? kf[static_cast<size_t>(tt) * hd + d] : 0.0f;
         for (int g = 0; g < group; ++g) {
           const float* q = qs + static_cast<size_t>(g) * hd;
           float* a = acc.data() + static_cast<size_t>(g) * hd;
-          for (int tt = 0; tt < nt; tt += 4) Dot4(q, kf.data() + tt * hd, hd, s.data() + tt);
+          Dot16T(q, kT.data(), hd, s.data());
           for (int tt = 0; tt < nt; ++tt) {
             const float st = s[static_cast<size_t>(tt)] * scale;
             if (st > mx[g]) {
