@@ -31,18 +31,15 @@ void RefMatMul(GgmlType wt, const uint8_t* W, size_t row_bytes, int64_t k, int64
 
 // Per ISA: the kernel for a weight type, or nullptr when that type falls back to ref. Defined only in
 // the files compiled for that ISA; callers check IsaAvailable first.
-namespace avx2 {
-MatMulFn Kernel(GgmlType wt);
-PackedFn PackedQ4_0x8Kernel();
-void HalfToFloatRow(const uint16_t* h, float* f, int64_t n);
-void DequantizeRow(GgmlType t, const uint8_t* src, float* y, int64_t nb);
-}  // namespace avx2
-namespace avx512 {
-MatMulFn Kernel(GgmlType wt);
-PackedFn PackedQ4_0x8Kernel();
-void HalfToFloatRow(const uint16_t* h, float* f, int64_t n);
-void DequantizeRow(GgmlType t, const uint8_t* src, float* y, int64_t nb);
-}  // namespace avx512
+// What each x86 SIMD file (x86_kernels.inc, compiled once per ISA) provides.
+struct X86Kernels {
+  MatMulFn (*matmul)(GgmlType wt);                                    // nullptr: the type falls back to ref
+  PackedFn packed_q4_0x8;                                              // q4_0 repacked by PackQ4_0x8
+  void (*half_to_float)(const uint16_t* h, float* f, int64_t n);      // F16C
+  void (*dequantize)(GgmlType t, const uint8_t* src, float* y, int64_t nb);  // q8_0, q4_0 blocks
+};
+namespace avx2 { const X86Kernels& Kernels(); }
+namespace avx512 { const X86Kernels& Kernels(); }
 namespace neon { MatMulFn Kernel(GgmlType wt); }
 
 }  // namespace edgedecode::kernels::detail

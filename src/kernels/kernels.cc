@@ -16,12 +16,19 @@
 namespace edgedecode::kernels {
 namespace {
 
-detail::MatMulFn KernelFor(Isa isa, GgmlType wt) {
-  switch (isa) {
+// The x86 SIMD table of an ISA, or nullptr (ref, neon, or not an x86 build).
+const detail::X86Kernels* X86For(Isa isa) {
 #if defined(__x86_64__)
-    case Isa::kAvx2: return detail::avx2::Kernel(wt);
-    case Isa::kAvx512: return detail::avx512::Kernel(wt);
+  if (isa == Isa::kAvx2) return &detail::avx2::Kernels();
+  if (isa == Isa::kAvx512) return &detail::avx512::Kernels();
 #endif
+  (void)isa;
+  return nullptr;
+}
+
+detail::MatMulFn KernelFor(Isa isa, GgmlType wt) {
+  if (const detail::X86Kernels* x = X86For(isa)) return x->matmul(wt);
+  switch (isa) {
 #if defined(__aarch64__)
     case Isa::kNeon: return detail::neon::Kernel(wt);
 #endif
@@ -171,30 +178,20 @@ void MatMulPackedQ4_0x8(Isa isa, const void* P, int64_t k, int64_t r0, int64_t r
   assert(x.isa() == isa && x.weight_type() == GgmlType::kQ4_0 && x.k() == k && x.quantized());
   assert(r0 % 8 == 0 && r1 % 8 == 0);
   if (r1 <= r0 || x.m() == 0) return;
-  detail::PackedFn fn = nullptr;
-#if defined(__x86_64__)
-  fn = isa == Isa::kAvx512 ? detail::avx512::PackedQ4_0x8Kernel() : detail::avx2::PackedQ4_0x8Kernel();
-#endif
-  assert(fn != nullptr);
-  fn(static_cast<const uint8_t*>(P), k, r0, r1, x, Y, ldy);
+  const detail::X86Kernels* t = X86For(isa);
+  assert(t != nullptr);
+  t->packed_q4_0x8(static_cast<const uint8_t*>(P), k, r0, r1, x, Y, ldy);
 }
 
 void HalfToFloatRow(Isa isa, const uint16_t* h, float* f, int64_t n) {
-#if defined(__x86_64__)
-  if (isa == Isa::kAvx2) return detail::avx2::HalfToFloatRow(h, f, n);
-  if (isa == Isa::kAvx512) return detail::avx512::HalfToFloatRow(h, f, n);
-#endif
+  if (const detail::X86Kernels* x = X86For(isa)) return x->half_to_float(h, f, n);
   for (int64_t i = 0; i < n; ++i) f[i] = quant::HalfToFloat(h[i]);
 }
 
 void DequantizeRow(Isa isa, GgmlType t, const void* src, float* dst, int64_t n) {
-#if defined(__x86_64__)
-  if ((t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0) && n % 32 == 0) {
-    const auto* p = static_cast<const uint8_t*>(src);
-    if (isa == Isa::kAvx2) return detail::avx2::DequantizeRow(t, p, dst, n / 32);
-    if (isa == Isa::kAvx512) return detail::avx512::DequantizeRow(t, p, dst, n / 32);
-  }
-#endif
+  const detail::X86Kernels* x = X86For(isa);
+  if (x != nullptr && (t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0) && n % 32 == 0)
+    return x->dequantize(t, static_cast<const uint8_t*>(src), dst, n / 32);
   quant::DequantizeRow(t, src, dst, n);
 }
 

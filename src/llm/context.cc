@@ -146,7 +146,8 @@ void Context::Linear(const Weight& w, const float* X, int m, float* Y) {
     acts_.Begin(isa, w.type, m, w.cols);
     pool_.ParallelFor(m, 1, [&](int64_t j0, int64_t j1, int) { acts_.Fill(X, j0, j1); });
   }
-  const bool packed = w.packed != nullptr && w.packed_isa == isa && acts_.quantized();
+  // The packed layout is one for every x86 SIMD ISA; other paths read the file layout (still mapped).
+  const bool packed = w.packed != nullptr && kernels::CanPackQ4_0x8(isa, w.rows, w.cols) && acts_.quantized();
   auto rows = [&](int64_t r0, int64_t r1) {
     if (packed) {
       kernels::MatMulPackedQ4_0x8(isa, w.packed, w.cols, r0, r1, acts_, Y, w.rows);
@@ -294,10 +295,9 @@ void Context::Attention(int layer, int m, int p0) {
       const int n = p0 + i + 1;                          // positions this token sees
       const float* q0 = q_.data() + static_cast<size_t>(i) * qd + static_cast<size_t>(kvh) * group * hd;
       const float* qs = q0;
-      if (rotate_k_ || params_.attn_f16) {  // keys were stored rotated: rotate the queries the same way
+      if (rotate_k_) {  // keys were stored rotated: rotate the queries the same way
         std::memcpy(qr.data(), q0, sizeof(float) * group * hd);
-        if (rotate_k_)
-          for (int g = 0; g < group; ++g) Hadamard(qr.data() + static_cast<size_t>(g) * hd, hd);
+        for (int g = 0; g < group; ++g) Hadamard(qr.data() + static_cast<size_t>(g) * hd, hd);
         qs = qr.data();
       }
       float* out = att_.data() + static_cast<size_t>(i) * qd + static_cast<size_t>(kvh) * group * hd;

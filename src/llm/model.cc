@@ -137,7 +137,6 @@ size_t Model::RepackForKernels(kernels::Isa isa) {
     std::vector<uint8_t>& buf = packed_.emplace_back(kernels::PackedQ4_0x8Bytes(w.rows, w.cols));
     kernels::PackQ4_0x8(w.data, w.rows, w.cols, buf.data());
     w.packed = buf.data();
-    w.packed_isa = isa;
     packed_bytes_ += buf.size();
     // The original bytes are not read again: drop their whole pages from resident memory (a file
     // mapping, so they would simply be read back from the file if ever touched).

@@ -51,8 +51,7 @@ struct Weight {
   int64_t cols = 0;  // input features (row length, ggml ne0)
   int64_t rows = 0;  // output features
   std::string name;
-  const void* packed = nullptr;    // q4_0 repacked by 8 rows (kernels::PackQ4_0x8) for packed_isa, or null
-  kernels::Isa packed_isa = kernels::Isa::kRef;
+  const void* packed = nullptr;    // q4_0 repacked by 8 rows (kernels::PackQ4_0x8), or null
   size_t nbytes() const { return RowBytes(type, cols) * static_cast<size_t>(rows); }
 };
 
