@@ -24,18 +24,23 @@ void OnError(j_common_ptr c) {
 }
 void Quiet(j_common_ptr, int) {}
 
+// A decompressor and a compressor, zeroed, whose errors jump to their Err (the caller sets the jumps).
+void InitCodecs(jpeg_decompress_struct* d, jpeg_compress_struct* c, Err* ed, Err* ec) {
+  std::memset(d, 0, sizeof *d);
+  std::memset(c, 0, sizeof *c);
+  d->err = jpeg_std_error(&ed->mgr);
+  c->err = jpeg_std_error(&ec->mgr);
+  ed->mgr.error_exit = ec->mgr.error_exit = OnError;
+  ed->mgr.emit_message = ec->mgr.emit_message = Quiet;
+  ed->msg[0] = ec->msg[0] = 0;
+}
+
 // Plain C state only in these frames (setjmp).
 bool Transcode(const uint8_t* data, size_t n, unsigned char** out, unsigned long* out_n, char* msg) {
   jpeg_decompress_struct d;
   jpeg_compress_struct c;
   Err ed, ec;
-  std::memset(&d, 0, sizeof d);
-  std::memset(&c, 0, sizeof c);
-  d.err = jpeg_std_error(&ed.mgr);
-  c.err = jpeg_std_error(&ec.mgr);
-  ed.mgr.error_exit = ec.mgr.error_exit = OnError;
-  ed.mgr.emit_message = ec.mgr.emit_message = Quiet;
-  ed.msg[0] = ec.msg[0] = 0;
+  InitCodecs(&d, &c, &ed, &ec);
   bool made_c = false;
   if (setjmp(ed.jump) || setjmp(ec.jump)) {
     std::snprintf(msg, JMSG_LENGTH_MAX, "%s", ed.msg[0] ? ed.msg : ec.msg);
@@ -66,13 +71,7 @@ bool Resize(const uint8_t* data, size_t n, int64_t max_w, int64_t max_h, int qua
   jpeg_decompress_struct d;
   jpeg_compress_struct c;
   Err ed, ec;
-  std::memset(&d, 0, sizeof d);
-  std::memset(&c, 0, sizeof c);
-  d.err = jpeg_std_error(&ed.mgr);
-  c.err = jpeg_std_error(&ec.mgr);
-  ed.mgr.error_exit = ec.mgr.error_exit = OnError;
-  ed.mgr.emit_message = ec.mgr.emit_message = Quiet;
-  ed.msg[0] = ec.msg[0] = 0;
+  InitCodecs(&d, &c, &ed, &ec);
   bool made_c = false;
   JSAMPROW row = nullptr;
   if (setjmp(ed.jump) || setjmp(ec.jump)) {
