@@ -47,6 +47,7 @@ struct JpegCtx {
   size_t n;
   ImageCheck* out;
   int warnings;
+  JSAMPLE* line;  // malloc'd output row for the last scanline, freed on both exits of DecodeJpeg
 };
 
 int64_t JpegOffset(j_common_ptr c) {
@@ -127,7 +128,9 @@ void DecodeJpeg(const uint8_t* data, size_t n, ImageCheck* out) {
   ctx.n = n;
   ctx.out = out;
   ctx.warnings = 0;
+  ctx.line = nullptr;
   if (setjmp(ctx.jump)) {
+    std::free(ctx.line);
     if (d.image_width) FillJpegInfo(&d, &out->info);
     jpeg_destroy_decompress(&d);
     return;
@@ -145,9 +148,23 @@ void DecodeJpeg(const uint8_t* data, size_t n, ImageCheck* out) {
   }
   // Every entropy-coded bit goes through libjpeg's Huffman/arithmetic decoder (that is where
   // corrupt and truncated data show up); the IDCT and colour conversion after it cannot fail, so
-  // they are skipped: the coefficient path is ~2x faster than decoding to pixels.
-  jpeg_read_coefficients(&d);
+  // they are skipped where libjpeg-turbo allows it:
+  // - single-scan (baseline) files: jpeg_skip_scanlines entropy-decodes each skipped iMCU row into
+  //   nothing, so no whole-image buffer is allocated and zeroed; it does not decode a skip that
+  //   reaches the last line, so the last line is read for real (one iMCU row of IDCT);
+  // - multi-scan (progressive) files need every scan before any pixel: jpeg_read_coefficients
+  //   decodes them into the coefficient arrays, still without IDCT.
+  if (jpeg_has_multiple_scans(&d) || d.image_height == 0) {
+    jpeg_read_coefficients(&d);
+  } else {
+    jpeg_start_decompress(&d);
+    if (d.output_height > 1) jpeg_skip_scanlines(&d, d.output_height - 1);
+    ctx.line = static_cast<JSAMPLE*>(std::malloc(static_cast<size_t>(d.output_width) * d.output_components + 16));
+    JSAMPROW row = ctx.line;
+    while (d.output_scanline < d.output_height) jpeg_read_scanlines(&d, &row, 1);
+  }
   jpeg_finish_decompress(&d);
+  std::free(ctx.line);
   jpeg_destroy_decompress(&d);
   out->info.decoded = true;
 }

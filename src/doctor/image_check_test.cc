@@ -130,6 +130,19 @@ TEST(ImageCheck, DamagedCopiesMadeHere) {
   std::vector<uint8_t> wcut(webp.begin(), webp.begin() + webp.size() / 2);
   EXPECT_TRUE(Has(CheckImage(Format::kWebp, wcut.data(), wcut.size()), "truncated"));
   EXPECT_TRUE(Has(CheckImage(Format::kJpeg, nullptr, 0), "empty"));
+  // Baseline files are entropy-decoded by skipping scanlines, progressive ones into coefficients:
+  // a cut anywhere in the scan data, up to dropping only the EOI marker (the last iMCU row, which
+  // the skip path reads for real), is truncation on both paths.
+  for (const char* f : {"images/pillow/hopper.jpg", "images/pillow/app13-multiple.progressive.jpg"}) {
+    auto full = ReadBytes(Testdata(f));
+    ImageCheck whole = CheckImage(Format::kJpeg, full.data(), full.size());
+    ASSERT_TRUE(whole.info.decoded) << f;
+    EXPECT_FALSE(HasError(whole)) << f;
+    for (size_t n : {full.size() * 3 / 10, full.size() * 7 / 10, full.size() * 97 / 100, full.size() - 2}) {
+      ImageCheck c = CheckImage(Format::kJpeg, full.data(), n);
+      EXPECT_TRUE(Has(c, "truncated")) << f << " cut at " << n << " of " << full.size();
+    }
+  }
   // Every prefix length of a small file: no crash, always a finding (ASan run covers memory safety).
   auto small = ReadBytes(Testdata("images/mitra/png.png"));
   for (size_t n = 1; n < small.size(); n += 7) EXPECT_TRUE(HasError(CheckImage(Format::kPng, small.data(), n))) << n;
