@@ -42,7 +42,7 @@ struct ModelOptions {
     app.add_option("--ctk", type_k, "K cache type")->capture_default_str();
     app.add_option("--ctv", type_v, "V cache type")->capture_default_str();
     app.add_flag("--attn-f16", attn_f16, "attention as llama.cpp's CPU flash attention computes it over an f16 cache (f16 query and accumulator): reproduces its default output exactly on small heads");
-    app.add_option("--rotate-k", rotate_k, "Hadamard-rotate keys before quantizing: 1 on, 0 off, -1 auto (on for q4_0 K)")->capture_default_str();
+    app.add_option("--rotate-k", rotate_k, "Hadamard-rotate keys before quantizing: 1 on, 0 off, -1 auto (on for q8_0 and q4_0 K)")->capture_default_str();
   }
 };
 

@@ -75,8 +75,11 @@ Context::Context(const Model& model, const ContextParams& params, int n_ctx, int
   v_row_ = RowBytes(params.type_v, c.kv_dim());
   k_cache_.assign(static_cast<size_t>(c.n_layers) * n_ctx * k_row_, 0);
   v_cache_.assign(static_cast<size_t>(c.n_layers) * n_ctx * v_row_, 0);
-  rotate_k_ = params.rotate_k == 1 ||
-              (params.rotate_k < 0 && params.type_k == GgmlType::kQ4_0 && IsPow2(c.head_dim));
+  // Auto: on for both quantized K types. 4-bit keys need it; for q8_0 keys it halves the KL
+  // divergence on stories260K (0.0021 -> 0.0010 nats against f16 KV), at the cost of one
+  // head_dim-point transform per key written and per query.
+  const bool quantized_k = params.type_k == GgmlType::kQ4_0 || params.type_k == GgmlType::kQ8_0;
+  rotate_k_ = params.rotate_k == 1 || (params.rotate_k < 0 && quantized_k && IsPow2(c.head_dim));
   // Every buffer is sized by ComputeScratch, the function `plan` reports from.
   const ScratchSizes sz = ComputeScratch(c, n_ctx, params.n_batch);
   x_.resize(sz.x);

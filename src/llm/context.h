@@ -26,8 +26,8 @@ struct ContextParams {
   GgmlType type_k = GgmlType::kF16;
   GgmlType type_v = GgmlType::kF16;
   // Rotate keys with a per-head Walsh-Hadamard transform before quantizing them (and queries alike,
-  // so q.k is unchanged): it spreads outlier channels over the block, which 4-bit blocks need.
-  // -1: on for 4-bit K, 0: off, 1: on.
+  // so q.k is unchanged): it spreads outlier channels over the block, which 4-bit blocks need and
+  // 8-bit blocks gain from. -1: on for q8_0 and q4_0 K (power-of-two head_dim), 0: off, 1: on.
   int rotate_k = -1;
   // Attention over an f16 cache computed as llama.cpp's CPU flash attention does it (its default): the
   // query rounded to f16, the weighted V sum accumulated in f16, rescaled on each new maximum. It
