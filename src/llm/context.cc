@@ -224,19 +224,59 @@ namespace {
 
 // s[t] = sum_d q[d] * kT[d][t] for 16 keys stored transposed (kT: head_dim rows of 16): each sum in the
 // plain order d = 0, 1, ..., a multiply then an add (as one scalar loop does it, so results do not
-// depend on this batching), 16 keys in two vectors of 8 lanes.
-typedef float F8 __attribute__((vector_size(32)));
+// depend on this batching), 16 keys in four vectors of 4 lanes. 16-byte vectors map onto the SSE
+// registers of the baseline x86-64 (and NEON) target this file is compiled for; wider generic vectors
+// were split by the compiler into halves that went through the stack on every step.
+typedef float F4 __attribute__((vector_size(16)));
 inline void Dot16T(const float* q, const float* kT, int hd, float* s) {
-  F8 a = {}, b = {};
+  F4 a0 = {}, a1 = {}, a2 = {}, a3 = {};
   for (int d = 0; d < hd; ++d) {
-    F8 k0, k1;
+    F4 k0, k1, k2, k3;
     std::memcpy(&k0, kT + d * 16, sizeof k0);
-    std::memcpy(&k1, kT + d * 16 + 8, sizeof k1);
-    a = a + q[d] * k0;
-    b = b + q[d] * k1;
+    std::memcpy(&k1, kT + d * 16 + 4, sizeof k1);
+    std::memcpy(&k2, kT + d * 16 + 8, sizeof k2);
+    std::memcpy(&k3, kT + d * 16 + 12, sizeof k3);
+    const float qd = q[d];
+    a0 = a0 + qd * k0;
+    a1 = a1 + qd * k1;
+    a2 = a2 + qd * k2;
+    a3 = a3 + qd * k3;
   }
-  std::memcpy(s, &a, sizeof a);
-  std::memcpy(s + 8, &b, sizeof b);
+  std::memcpy(s, &a0, sizeof a0);
+  std::memcpy(s + 4, &a1, sizeof a1);
+  std::memcpy(s + 8, &a2, sizeof a2);
+  std::memcpy(s + 12, &a3, sizeof a3);
+}
+
+// a[d] += sum over t < nt of w[t] * v[t][d], added in position order (v: nt rows of hd), 16 dims at a
+// time held in registers across the chunk instead of a load and a store of a per position.
+inline void AccumulateV(const float* w, const float* v, int nt, int hd, float* a) {
+  int d = 0;
+  for (; d + 16 <= hd; d += 16) {
+    F4 a0, a1, a2, a3;
+    std::memcpy(&a0, a + d, sizeof a0);
+    std::memcpy(&a1, a + d + 4, sizeof a1);
+    std::memcpy(&a2, a + d + 8, sizeof a2);
+    std::memcpy(&a3, a + d + 12, sizeof a3);
+    for (int t = 0; t < nt; ++t) {
+      const float* vt = v + static_cast<size_t>(t) * hd + d;
+      F4 v0, v1, v2, v3;
+      std::memcpy(&v0, vt, sizeof v0);
+      std::memcpy(&v1, vt + 4, sizeof v1);
+      std::memcpy(&v2, vt + 8, sizeof v2);
+      std::memcpy(&v3, vt + 12, sizeof v3);
+      a0 = a0 + w[t] * v0;
+      a1 = a1 + w[t] * v1;
+      a2 = a2 + w[t] * v2;
+      a3 = a3 + w[t] * v3;
+    }
+    std::memcpy(a + d, &a0, sizeof a0);
+    std::memcpy(a + d + 4, &a1, sizeof a1);
+    std::memcpy(a + d + 8, &a2, sizeof a2);
+    std::memcpy(a + d + 12, &a3, sizeof a3);
+  }
+  for (; d < hd; ++d)  // head_dim not a multiple of 16 (stories260K: 8)
+    for (int t = 0; t < nt; ++t) a[d] += w[t] * v[static_cast<size_t>(t) * hd + d];
 }
 
 }  // namespace
@@ -289,6 +329,7 @@ void Context::Attention(int layer, int m, int p0) {
   pool_.ParallelFor(static_cast<int64_t>(m) * c.n_kv_heads, 1, [&](int64_t b, int64_t e, int) {
     std::vector<float> kf(static_cast<size_t>(kChunk) * hd), vf(kf.size()), qr(static_cast<size_t>(group) * hd),
         acc(static_cast<size_t>(group) * hd), row(static_cast<size_t>(kvd)), s(static_cast<size_t>(kChunk)),
+        w(static_cast<size_t>(kChunk)),
         kT(kf.size());
     std::vector<float> mx(static_cast<size_t>(group)), sum(static_cast<size_t>(group));
     for (int64_t item = b; item < e; ++item) {
@@ -324,19 +365,24 @@ void Context::Attention(int layer, int m, int p0) {
           const float* q = qs + static_cast<size_t>(g) * hd;
           float* a = acc.data() + static_cast<size_t>(g) * hd;
           Dot16T(q, kT.data(), hd, s.data());
+          // Online softmax one chunk at a time: the running max moves once per chunk (one rescale of
+          // what was accumulated), then the chunk's weights and its V rows are summed in position order.
+          float cm = mx[g];
           for (int tt = 0; tt < nt; ++tt) {
-            const float st = s[static_cast<size_t>(tt)] * scale;
-            if (st > mx[g]) {
-              const float r = std::exp(mx[g] - st);  // rescale what was accumulated under the old max
-              for (int d = 0; d < hd; ++d) a[d] *= r;
-              sum[g] *= r;
-              mx[g] = st;
-            }
-            const float w = std::exp(st - mx[g]);
-            sum[g] += w;
-            const float* v = vf.data() + tt * hd;
-            for (int d = 0; d < hd; ++d) a[d] += w * v[d];
+            s[static_cast<size_t>(tt)] *= scale;
+            cm = std::max(cm, s[static_cast<size_t>(tt)]);
           }
+          if (cm > mx[g]) {
+            const float r = std::exp(mx[g] - cm);  // 0 on the first chunk (mx = -inf)
+            for (int d = 0; d < hd; ++d) a[d] *= r;
+            sum[g] *= r;
+            mx[g] = cm;
+          }
+          for (int tt = 0; tt < nt; ++tt) {
+            w[static_cast<size_t>(tt)] = std::exp(s[static_cast<size_t>(tt)] - cm);
+            sum[g] += w[static_cast<size_t>(tt)];
+          }
+          AccumulateV(w.data(), vf.data(), nt, hd, a);
         }
       }
       for (int g = 0; g < group; ++g)
