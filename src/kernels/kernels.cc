@@ -106,6 +106,7 @@ void Activations::Begin(Isa isa, GgmlType weight_type, int64_t m, int64_t k) {
     d_.resize(static_cast<size_t>(m * (k / 32)));
     ds_.resize(static_cast<size_t>(m * (k / 32)));
     bs_.resize(static_cast<size_t>(m * (k / 16)));
+    if (weight_type == GgmlType::kQ4_0) c8_.resize(static_cast<size_t>(m * (k / 32)));
   }
 }
 
@@ -128,6 +129,11 @@ void Activations::Fill(const float* X, int64_t j0, int64_t j1) {
   for (int64_t j = j0; j < j1; ++j) {
     detail::QuantizeQ8(wt, X + j * k, k, qs_.data() + j * k, d_.data() + j * (k / 32), ds_.data() + j * (k / 32),
                        bs_.data() + j * (k / 16));
+    if (wt == GgmlType::kQ4_0) {
+      const int16_t* bs = bs_.data() + j * (k / 16);
+      int32_t* c8 = c8_.data() + j * (k / 32);
+      for (int64_t b = 0; b < k / 32; ++b) c8[b] = -8 * (bs[2 * b] + bs[2 * b + 1]);
+    }
     if (quantized_) continue;
     // The reference path computes the same function as the integer paths: the activations are
     // quantized as for them, then expanded back to float for the float dot product.

@@ -52,6 +52,10 @@ class Activations {
   const float* d(int64_t j) const { return d_.data() + j * (k_ / 32); }
   const float* ds(int64_t j) const { return ds_.data() + j * (k_ / 32); }
   const int16_t* bsum16(int64_t j) const { return bs_.data() + j * (k_ / 16); }
+  // q4_0 weights only: -8 * sum of each block's 32 qs, the integer correction that turns the dot with
+  // nibbles read as 0..15 into the dot with the weights (nibble - 8). Precomputed so that a kernel can
+  // start each block's sum from it (one broadcast) instead of subtracting it per row group.
+  const int32_t* neg8sum(int64_t j) const { return c8_.data() + j * (k_ / 32); }
 
  private:
   Isa isa_ = Isa::kRef;
@@ -63,6 +67,7 @@ class Activations {
   std::vector<float> d_;     // [m][k/32]
   std::vector<float> ds_;    // [m][k/32]
   std::vector<int16_t> bs_;  // [m][k/16]
+  std::vector<int32_t> c8_;  // [m][k/32], q4_0 weights only
 };
 
 // Y[j*ldy + r] = dot(row r of W, row j of X) for r in [r0, r1), j in [0, m).
