@@ -13,12 +13,18 @@ static inline void CpuRelax() {}
 
 namespace edgedecode {
 
+uint64_t NowNs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
 namespace {
 // About 50-100 us of spinning before a worker goes to sleep.
 constexpr int kSpinIterations = 20000;
 }
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(n_threads < 1 ? 1 : n_threads), slots_(static_cast<size_t>(n_threads_)), chunks_(slots_.size()) {
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
 
@@ -38,7 +44,24 @@ void ThreadPool::RunChunk(int thread) {
   int64_t b0 = thread * per + (thread < extra ? thread : extra);
   int64_t b1 = b0 + per + (thread < extra ? 1 : 0);
   int64_t begin = b0 * grain_, end = b1 * grain_ < n_ ? b1 * grain_ : n_;
+  if (observer_ == nullptr) {
+    if (begin < end) (*fn_)(begin, end, thread);
+    return;
+  }
+  JobTiming::Chunk& c = slots_[static_cast<size_t>(thread)].c;
+  c.start = NowNs();
   if (begin < end) (*fn_)(begin, end, thread);
+  c.end = begin < end ? NowNs() : c.start;
+}
+
+void ThreadPool::Report(uint64_t begin) {
+  JobTiming t;
+  t.begin = begin;
+  t.end = NowNs();
+  for (size_t i = 0; i < slots_.size(); ++i) chunks_[i] = slots_[i].c;
+  t.chunks = chunks_.data();
+  t.n_threads = n_threads_;
+  observer_->OnJob(t);
 }
 
 void ThreadPool::ParallelFor(int64_t n, int64_t grain, const RangeFn& fn) {
@@ -46,8 +69,10 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain, const RangeFn& fn) {
   fn_ = &fn;
   n_ = n;
   grain_ = grain < 1 ? 1 : grain;
+  const uint64_t t_begin = observer_ != nullptr ? NowNs() : 0;
   if (n_threads_ == 1) {
-    fn(0, n, 0);
+    RunChunk(0);
+    if (observer_ != nullptr) Report(t_begin);
     return;
   }
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);
@@ -57,10 +82,8 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain, const RangeFn& fn) {
     cv_.notify_all();
   }
   RunChunk(0);
-  auto t0 = std::chrono::steady_clock::now();
   while (pending_.load(std::memory_order_acquire) != 0) CpuRelax();
-  wait_ns_ += static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  if (observer_ != nullptr) Report(t_begin);
 }
 
 void ThreadPool::WorkerLoop(int index) {

@@ -33,5 +33,31 @@ TEST(ThreadPool, ManyBackToBackJobs) {
   EXPECT_EQ(sum.load(), 200000);
 }
 
+// The profiling hook: one report per job, every thread's chunk inside the job's span, threads with
+// no work marked empty; and no report once the observer is removed.
+TEST(ThreadPool, ObserverSeesEveryJobAndChunk) {
+  struct Recorder : JobObserver {
+    int jobs = 0, bad = 0, empty = 0;
+    void OnJob(const JobTiming& t) override {
+      ++jobs;
+      if (t.n_threads != 3 || t.end < t.begin) ++bad;
+      for (int i = 0; i < t.n_threads; ++i) {
+        const JobTiming::Chunk& c = t.chunks[i];
+        if (c.start < t.begin || c.end > t.end || c.end < c.start) ++bad;
+        if (c.start == c.end) ++empty;
+      }
+    }
+  } rec;
+  ThreadPool pool(3);
+  pool.SetObserver(&rec);
+  for (int j = 0; j < 100; ++j) pool.ParallelFor(300, 1, [](int64_t, int64_t, int) {});
+  pool.ParallelFor(1, 1, [](int64_t, int64_t, int) {});  // two threads idle
+  pool.SetObserver(nullptr);
+  pool.ParallelFor(300, 1, [](int64_t, int64_t, int) {});
+  EXPECT_EQ(rec.jobs, 101);
+  EXPECT_EQ(rec.bad, 0);
+  EXPECT_GE(rec.empty, 2);
+}
+
 }  // namespace
 }  // namespace edgedecode

@@ -11,13 +11,12 @@
 
 #include "cli/commands.h"
 #include "doctor/bandwidth.h"
+#include "llm/cli_options.h"
 #include "llm/context.h"
 #include "llm/model.h"
 
 namespace edgedecode::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct Stats {
   double median = 0, min = 0, max = 0;
@@ -88,7 +87,14 @@ int BenchMain(int argc, char** argv) {
   app.add_option("--kernels", kernels_arg, "auto, ref, avx2, avx512, neon")->capture_default_str();
   app.add_flag("--json", json, "one JSON object per result line");
   app.add_flag("--no-repack", no_repack, "keep q4_0 matrices in the file layout (A/B of the repacked kernels)");
+  std::string no_fuse;
+  AddNoFuse(app, no_fuse);
+  ProfileOptions po;
+  po.Add(app);
   CLI11_PARSE(app, argc, argv);
+
+  auto fusions = llm::ResolveFusions(no_fuse);
+  if (!fusions.ok()) return Fail(fusions.status());
 
   auto isa = kernels::ResolveIsa(kernels_arg);
   if (!isa.ok()) {
@@ -103,6 +109,10 @@ int BenchMain(int argc, char** argv) {
   if (!no_repack) (*model)->RepackForKernels(*isa);
   const llm::Model& m = **model;
   const double model_mib = static_cast<double>(m.file().file_size()) / (1 << 20);
+  // One profile per (threads, test), over the measured runs only (not the warm-up run, not the depth fill).
+  std::vector<std::unique_ptr<llm::Profiler>> profiles;
+  std::vector<std::pair<std::string, const llm::Profiler*>> traced;
+  if (!json && !fusions->all_on()) std::printf("fusions off: %s\n\n", fusions->OffList().c_str());
   if (!json)
     std::printf("| model | size MiB | threads | kernels | test | t/s median | min..max | GB/s read | roofline t/s | %% of roofline |\n"
                 "|---|---|---|---|---|---|---|---|---|---|\n");
@@ -111,6 +121,7 @@ int BenchMain(int argc, char** argv) {
     cp.n_threads = threads;
     cp.isa = *isa;
     cp.n_batch = n_batch;
+    cp.fusions = *fusions;
     if (!ParseGgmlType(kv_type, &cp.type_k)) { std::fprintf(stderr, "edgedecode: unknown KV type '%s'\n", kv_type.c_str()); return 2; }
     cp.type_v = cp.type_k;
     cp.n_ctx = std::max(n_prompt, depth + n_gen + std::max(verify, 1) + 8);
@@ -120,6 +131,20 @@ int BenchMain(int argc, char** argv) {
       return 2;
     }
     llm::Context& c = **ctx;
+    llm::Profiler* prof = nullptr;  // the current test's, while profiling
+    auto new_profile = [&](const std::string& test) {
+      if (!po.on()) return;
+      profiles.push_back(std::make_unique<llm::Profiler>(c.n_threads(), !po.trace.empty()));
+      prof = profiles.back().get();
+      traced.emplace_back(test + ", " + std::to_string(threads) + " threads", prof);
+    };
+    // Profiling covers the measured runs: attached around them, reset after the warm-up run.
+    auto attach = [&](int rep) {
+      if (prof == nullptr) return;
+      if (rep == 1) prof->Reset();
+      c.SetProfiler(prof);
+    };
+    auto detach = [&] { c.SetProfiler(nullptr); };
     auto emit = [&](const std::string& test, const std::vector<double>& tps, double gbps, double roof) {
       Stats s = Summarize(tps);
       if (json) {
@@ -127,6 +152,8 @@ int BenchMain(int argc, char** argv) {
                             {"kernels", kernels::IsaName(*isa)}, {"test", test}, {"tps_median", s.median},
                             {"tps_min", s.min}, {"tps_max", s.max}, {"runs", tps.size()}};
         if (roof > 0) j.update({{"read_gb_s", gbps}, {"roofline_tps", roof}, {"roofline_pct", 100 * s.median / roof}});
+        if (!fusions->all_on()) j["fusions_off"] = fusions->OffList();
+        if (prof != nullptr && po.profile) j["profile"] = prof->ToJson();
         std::printf("%s\n", j.dump().c_str());
       } else if (roof > 0) {
         std::printf("| %s | %.0f | %d | %s | %s | %.2f | %.2f..%.2f | %.1f | %.2f | %.0f%% |\n", m.config().name.c_str(), model_mib,
@@ -136,15 +163,23 @@ int BenchMain(int argc, char** argv) {
                     kernels::IsaName(*isa), test.c_str(), s.median, s.min, s.max);
       }
       std::fflush(stdout);
+      if (prof != nullptr && po.profile) {
+        std::fprintf(stderr, "\n%s, %d threads (profile of the %d measured runs):", test.c_str(), threads, reps);
+        prof->Print(stderr);
+        std::fprintf(stderr, "\n");
+      }
     };
     if (n_prompt > 0) {
       std::vector<int32_t> toks = BenchTokens(n_prompt, m.config().n_vocab);
       std::vector<double> tps;
+      new_profile("pp" + std::to_string(n_prompt));
       for (int r = 0; r <= reps; ++r) {  // run 0 warms up
         c.Reset();
+        attach(r);
         auto t0 = Clock::now();
         Status st = c.Eval(toks.data(), n_prompt, false);
         double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        detach();
         if (!st.ok()) { std::fprintf(stderr, "edgedecode: %s\n", st.message().c_str()); return 1; }
         if (r > 0) tps.push_back(n_prompt / s);
       }
@@ -153,6 +188,8 @@ int BenchMain(int argc, char** argv) {
     if (n_gen > 0 || verify > 0) {
       std::vector<int32_t> toks = BenchTokens(depth + n_gen + verify + 1, m.config().n_vocab);
       std::vector<double> tps, gbps, step_s;
+      prof = nullptr;
+      if (n_gen > 0) new_profile("tg" + std::to_string(n_gen) + (depth ? "@d" + std::to_string(depth) : ""));
       for (int r = 0; r <= reps; ++r) {
         c.Reset();
         if (depth > 0) {
@@ -161,9 +198,11 @@ int BenchMain(int argc, char** argv) {
         }
         // Bandwidth beside each run: the machine is shared, so one sample per run, not one per session.
         if (r > 0) gbps.push_back(bench::MeasureReadBandwidth(threads, size_t{256} << 20, 2) );
+        attach(r);
         auto t0 = Clock::now();
         for (int i = 0; i < n_gen; ++i) c.Eval(&toks[static_cast<size_t>(depth + i)], 1, false);
         double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        detach();
         if (r > 0 && n_gen > 0) {
           tps.push_back(n_gen / s);
           step_s.push_back(s / n_gen);
@@ -192,6 +231,10 @@ int BenchMain(int argc, char** argv) {
         }
       }
     }
+  }
+  if (!po.trace.empty()) {
+    Status st = llm::Profiler::WriteTrace(po.trace, traced);
+    if (!st.ok()) return Fail(st);
   }
   return 0;
 }

@@ -18,6 +18,24 @@ namespace edgedecode::cli {
 using Clock = std::chrono::steady_clock;
 inline double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
+inline void AddNoFuse(CLI::App& app, std::string& no_fuse) {
+  app.add_option("--no-fuse", no_fuse,
+                 "turn fusions off, comma-separated, for A/B (also EDGEDECODE_NO_FUSE): " + llm::FusionNames() +
+                     ", all; the unfused paths compute the same function");
+}
+
+// --profile and --trace (run, bench).
+struct ProfileOptions {
+  bool profile = false;
+  std::string trace;
+  void Add(CLI::App& app) {
+    app.add_flag("--profile", profile,
+                 "print per-op time, bytes moved, GB/s, barrier wait and kernel to stderr at the end (off: no cost)");
+    app.add_option("--trace", trace, "write a Chrome trace (JSON; opens in Perfetto) of every op on every thread");
+  }
+  bool on() const { return profile || !trace.empty(); }
+};
+
 // Options shared by the commands that load a model.
 struct ModelOptions {
   std::string model;
@@ -29,6 +47,7 @@ struct ModelOptions {
   std::string kv_type, type_k = "f16", type_v = "f16";
   int rotate_k = -1;
   bool attn_f16 = false;
+  std::string no_fuse;
 
   void Add(CLI::App& app) {
     app.add_option("-m,--model", model, "GGUF model file")->required();
@@ -43,6 +62,7 @@ struct ModelOptions {
     app.add_option("--ctv", type_v, "V cache type")->capture_default_str();
     app.add_flag("--attn-f16", attn_f16, "attention as llama.cpp's CPU flash attention computes it over an f16 cache (f16 query and accumulator): reproduces its default output exactly on small heads");
     app.add_option("--rotate-k", rotate_k, "Hadamard-rotate keys before quantizing: 1 on, 0 off, -1 auto (on for q8_0 and q4_0 K)")->capture_default_str();
+    AddNoFuse(app, no_fuse);
   }
 };
 
@@ -76,6 +96,7 @@ struct Loaded {
 inline Result<Loaded> LoadModel(const ModelOptions& o) {
   auto t0 = Clock::now();
   ED_ASSIGN_OR_RETURN(kernels::Isa isa, kernels::ResolveIsa(o.kernels));
+  ED_ASSIGN_OR_RETURN(llm::FusionSet fusions, llm::ResolveFusions(o.no_fuse));
   Loaded l;
   ED_ASSIGN_OR_RETURN(l.model, llm::Model::Load(o.model));
   const size_t repacked = o.no_repack ? 0 : l.model->RepackForKernels(isa);
@@ -84,6 +105,7 @@ inline Result<Loaded> LoadModel(const ModelOptions& o) {
   cp.n_threads = o.n_threads;
   cp.n_batch = o.n_batch;
   cp.isa = isa;
+  cp.fusions = fusions;
   ED_RETURN_IF_ERROR(ParseKvTypes(o, &cp));
   {
     // Refuse before allocating, with the plan, rather than be killed by the OOM killer.
@@ -111,6 +133,7 @@ inline Result<Loaded> LoadModel(const ModelOptions& o) {
     std::set<GgmlType> types;
     for (const llm::Weight* w : l.model->all_weights()) types.insert(w->type);
     for (GgmlType t : types) std::fprintf(stderr, "kernel: %-6s -> %s\n", TypeName(static_cast<uint32_t>(t)).c_str(), kernels::KernelName(isa, t).c_str());
+    if (!fusions.all_on()) std::fprintf(stderr, "fusions off: %s\n", fusions.OffList().c_str());
     if (repacked > 0)
       std::fprintf(stderr, "kernel: q4_0 matrices repacked by 8 rows (%s; token embedding kept in file layout)\n",
                    llm::FormatBytes(repacked).c_str());

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <thread>
 
+#include "llm/hadamard.h"
 #include "llm/memory_plan.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
@@ -25,21 +26,6 @@ Status CheckKvType(const ModelConfig& c, GgmlType t, const char* which) {
 }
 
 namespace {
-
-// In-place normalized Walsh-Hadamard transform of n (a power of two) floats: orthogonal, its own inverse.
-void Hadamard(float* x, int n) {
-  for (int len = 1; len < n; len <<= 1) {
-    for (int i = 0; i < n; i += 2 * len) {
-      for (int j = i; j < i + len; ++j) {
-        const float a = x[j], b = x[j + len];
-        x[j] = a + b;
-        x[j + len] = a - b;
-      }
-    }
-  }
-  const float s = 1.0f / std::sqrt(static_cast<float>(n));
-  for (int i = 0; i < n; ++i) x[i] *= s;
-}
 
 bool IsPow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
@@ -141,42 +127,154 @@ Status Context::Eval(const int32_t* tokens, int n, bool all_logits) {
   return Status::Ok();
 }
 
-void Context::Linear(const Weight& w, const float* X, int m, float* Y) {
-  const kernels::Isa isa = params_.isa;
+void Context::Quantize(const float* X, int m, GgmlType wt, int64_t k) {
+  const uint64_t t0 = ProfBegin(Op::kQuantize);
   if (m < 4) {
-    acts_.Prepare(isa, w.type, X, m, w.cols);
+    acts_.Prepare(params_.isa, wt, X, m, k);
   } else {  // prefill: the threads share the activation quantization too
-    acts_.Begin(isa, w.type, m, w.cols);
+    acts_.Begin(params_.isa, wt, m, k);
     pool_.ParallelFor(m, 1, [&](int64_t j0, int64_t j1, int) { acts_.Fill(X, j0, j1); });
   }
-  // The packed layout is one for every x86 SIMD ISA; other paths read the file layout (still mapped).
-  const bool packed = w.packed != nullptr && kernels::CanPackQ4_0x8(isa, w.rows, w.cols) && acts_.quantized();
-  auto rows = [&](int64_t r0, int64_t r1) {
-    if (packed) {
-      kernels::MatMulPackedQ4_0x8(isa, w.packed, w.cols, r0, r1, acts_, Y, w.rows);
-    } else {
-      kernels::MatMul(isa, w.type, w.data, w.cols, r0, r1, acts_, Y, w.rows);
-    }
-  };
-  // Small matrices are not worth waking the workers for.
-  if (w.rows * w.cols * m < (1 << 15)) {
-    rows(0, w.rows);
-    return;
-  }
-  // Grain 16: every range starts at a multiple of 8, as the packed kernels need.
-  pool_.ParallelFor(w.rows, 16, [&](int64_t r0, int64_t r1, int) { rows(r0, r1); });
+  ProfEnd(Op::kQuantize, t0, [&] { return static_cast<uint64_t>(m) * k * 4 + ActBytes(m, k); });
+}
+
+uint64_t Context::ActBytes(int m, int64_t k) const {
+  // q8 blocks: 32 int8 + a float scale (+ the block sum the kernel reads) per 32; else floats.
+  return static_cast<uint64_t>(m) * static_cast<uint64_t>(k) * (acts_.quantized() ? 5 : 16) / 4;
+}
+
+void Context::RmsNormRow(const float* x, const std::vector<float>& w, float* out) const {
+  const int dim = model_.config().dim;
+  double ss = 0;
+  for (int j = 0; j < dim; ++j) ss += static_cast<double>(x[j]) * x[j];
+  const float scale = 1.0f / std::sqrt(static_cast<float>(ss / dim) + model_.config().norm_eps);
+  for (int j = 0; j < dim; ++j) out[j] = x[j] * scale * w[static_cast<size_t>(j)];
 }
 
 void Context::RmsNorm(const float* x, const std::vector<float>& w, int m, float* out) const {
+  const size_t dim = static_cast<size_t>(model_.config().dim);
+  for (int i = 0; i < m; ++i) RmsNormRow(x + i * dim, w, out + i * dim);
+}
+
+void Context::NormQuantize(const float* x, const std::vector<float>& w, int m, float* out, GgmlType wt, Op fused_op,
+                           Op norm_op) {
   const int dim = model_.config().dim;
-  for (int i = 0; i < m; ++i) {
-    const float* xi = x + static_cast<size_t>(i) * dim;
-    float* oi = out + static_cast<size_t>(i) * dim;
-    double ss = 0;
-    for (int j = 0; j < dim; ++j) ss += static_cast<double>(xi[j]) * xi[j];
-    const float scale = 1.0f / std::sqrt(static_cast<float>(ss / dim) + model_.config().norm_eps);
-    for (int j = 0; j < dim; ++j) oi[j] = xi[j] * scale * w[static_cast<size_t>(j)];
+  const uint64_t norm_bytes = static_cast<uint64_t>(m) * dim * 8 + static_cast<uint64_t>(dim) * 4;
+  if (!fused(Fusion::kNormQuant)) {
+    const uint64_t t0 = ProfBegin(norm_op);
+    RmsNorm(x, w, m, out);
+    ProfEnd(norm_op, t0, [&] { return norm_bytes; });
+    Quantize(out, m, wt, dim);
+    return;
   }
+  // Each row normalized and quantized while it is in L1, the rows shared by the threads. The float row
+  // still goes to `out`: the float kernels read it, as do the unfused consumers (qkv, gate_up_silu off).
+  const uint64_t t0 = ProfBegin(fused_op);
+  acts_.Begin(params_.isa, wt, m, dim);
+  auto rows = [&](int64_t j0, int64_t j1, int) {
+    for (int64_t j = j0; j < j1; ++j) {
+      RmsNormRow(x + j * dim, w, out + j * dim);
+      acts_.Fill(out, j, j + 1);
+    }
+  };
+  if (m < 4) rows(0, m, 0);
+  else pool_.ParallelFor(m, 1, rows);
+  ProfEnd(fused_op, t0, [&] { return norm_bytes + ActBytes(m, dim); });
+}
+
+void Context::MatMulRows(const Weight& w, int64_t r0, int64_t r1, float* Y) const {
+  // The packed layout is one for every x86 SIMD ISA; other paths read the file layout (still mapped).
+  if (w.packed != nullptr && kernels::CanPackQ4_0x8(params_.isa, w.rows, w.cols) && acts_.quantized()) {
+    kernels::MatMulPackedQ4_0x8(params_.isa, w.packed, w.cols, r0, r1, acts_, Y, w.rows);
+  } else {
+    kernels::MatMul(params_.isa, w.type, w.data, w.cols, r0, r1, acts_, Y, w.rows);
+  }
+}
+
+void Context::MatMuls(std::initializer_list<MatJob> jobs, int m) {
+  // The jobs' rows laid end to end, each starting at a multiple of 16, so that every thread's range
+  // (grain 16) starts at a multiple of 8 within each matrix, as the packed kernels need.
+  int64_t total = 0, work = 0;
+  for (const MatJob& j : jobs) {
+    total += (j.w->rows + 15) / 16 * 16;
+    work += j.w->rows * j.w->cols * m;
+  }
+  auto rows = [&](int64_t r0, int64_t r1, int) {
+    int64_t base = 0;
+    for (const MatJob& j : jobs) {
+      const int64_t a = std::max(r0, base) - base, b = std::min(r1, base + j.w->rows) - base;
+      if (a < b) MatMulRows(*j.w, a, b, j.y);
+      base += (j.w->rows + 15) / 16 * 16;
+    }
+  };
+  // Small matrices are not worth waking the workers for.
+  if (work < (1 << 15)) rows(0, total, 0);
+  else pool_.ParallelFor(total, 16, rows);
+}
+
+void Context::Qkv(const LayerWeights& L, int m) {
+  const ModelConfig& c = model_.config();
+  auto bytes = [&](const Weight& w) {
+    return static_cast<uint64_t>(w.nbytes()) + ActBytes(m, w.cols) + static_cast<uint64_t>(m) * w.rows * 4;
+  };
+  // Fused: one quantized input (prepared by NormQuantize) for the three matrices and one parallel
+  // region. The kernels need one activation format, hence one weight type.
+  if (fused(Fusion::kQkv) && L.wk.type == L.wq.type && L.wv.type == L.wq.type) {
+    const uint64_t t0 = ProfBegin(Op::kWqkv);
+    MatMuls({{&L.wq, q_.data()}, {&L.wk, k_.data()}, {&L.wv, v_.data()}}, m);
+    ProfEnd(Op::kWqkv, t0, [&] { return bytes(L.wq) + bytes(L.wk) + bytes(L.wv) - 2 * ActBytes(m, c.dim); });
+    return;
+  }
+  // Unfused: each matrix quantizes its input again and has its own parallel region.
+  uint64_t t0 = ProfBegin(Op::kWq);
+  MatMuls({{&L.wq, q_.data()}}, m);
+  ProfEnd(Op::kWq, t0, [&] { return bytes(L.wq); });
+  Quantize(xb_.data(), m, L.wk.type, c.dim);
+  t0 = ProfBegin(Op::kWk);
+  MatMuls({{&L.wk, k_.data()}}, m);
+  ProfEnd(Op::kWk, t0, [&] { return bytes(L.wk); });
+  Quantize(xb_.data(), m, L.wv.type, c.dim);
+  t0 = ProfBegin(Op::kWv);
+  MatMuls({{&L.wv, v_.data()}}, m);
+  ProfEnd(Op::kWv, t0, [&] { return bytes(L.wv); });
+}
+
+// silu(g) * u, the same expression on both paths (bit-identical).
+static inline float SiluMul(float g, float u) { return g / (1.0f + std::exp(-g)) * u; }
+
+void Context::GateUpSilu(const LayerWeights& L, int m) {
+  const ModelConfig& c = model_.config();
+  const int64_t ffn = c.ffn_dim;
+  auto bytes = [&](const Weight& w) {
+    return static_cast<uint64_t>(w.nbytes()) + ActBytes(m, w.cols) + static_cast<uint64_t>(m) * w.rows * 4;
+  };
+  if (fused(Fusion::kGateUpSilu) && L.w_up.type == L.w_gate.type) {
+    // Each thread computes its rows of gate and of up, then silu*mul on them while they are in cache:
+    // one parallel region, no serial pass over (m, ffn), one quantization of the input.
+    const uint64_t t0 = ProfBegin(Op::kGateUpSilu);
+    float* g = gate_.data();
+    const float* u = up_.data();
+    auto rows = [&](int64_t r0, int64_t r1, int) {
+      MatMulRows(L.w_gate, r0, r1, g);
+      MatMulRows(L.w_up, r0, r1, up_.data());
+      for (int64_t j = 0; j < m; ++j)
+        for (int64_t r = r0; r < r1; ++r) g[j * ffn + r] = SiluMul(g[j * ffn + r], u[j * ffn + r]);
+    };
+    if (2 * ffn * c.dim * m < (1 << 15)) rows(0, ffn, 0);
+    else pool_.ParallelFor(ffn, 16, rows);
+    ProfEnd(Op::kGateUpSilu, t0, [&] { return bytes(L.w_gate) + bytes(L.w_up) - ActBytes(m, c.dim); });
+    return;
+  }
+  uint64_t t0 = ProfBegin(Op::kGate);
+  MatMuls({{&L.w_gate, gate_.data()}}, m);
+  ProfEnd(Op::kGate, t0, [&] { return bytes(L.w_gate); });
+  Quantize(xb_.data(), m, L.w_up.type, c.dim);
+  t0 = ProfBegin(Op::kUp);
+  MatMuls({{&L.w_up, up_.data()}}, m);
+  ProfEnd(Op::kUp, t0, [&] { return bytes(L.w_up); });
+  t0 = ProfBegin(Op::kSiluMul);
+  for (size_t j = 0; j < static_cast<size_t>(m) * ffn; ++j) gate_[j] = SiluMul(gate_[j], up_[j]);
+  ProfEnd(Op::kSiluMul, t0, [&] { return static_cast<uint64_t>(m) * ffn * 12; });
 }
 
 // Rotates the first n_rot dims of each head of v (n_heads heads of head_dim) to position pos.
@@ -198,259 +296,168 @@ void Context::Rope(float* v, int n_heads, int pos) const {
   }
 }
 
-// One KV head of a cache row, as floats.
-void Context::LoadHead(const uint8_t* row, GgmlType t, int kvh, float* out, float* row_buf) const {
-  const int hd = model_.config().head_dim;
-  switch (t) {
-    case GgmlType::kF32:
-      std::memcpy(out, reinterpret_cast<const float*>(row) + static_cast<size_t>(kvh) * hd, sizeof(float) * hd);
-      return;
-    case GgmlType::kF16:
-      kernels::HalfToFloatRow(params_.isa, reinterpret_cast<const uint16_t*>(row) + static_cast<size_t>(kvh) * hd, out, hd);
-      return;
-    default:
-      if (hd % 32 == 0) {  // the head is whole blocks: decode only those
-        const size_t bs = TypeTraits(t).type_size;
-        kernels::DequantizeRow(params_.isa, t, row + static_cast<size_t>(kvh) * (hd / 32) * bs, out, hd);
-      } else {  // blocks span heads (head_dim < 32): decode the row
-        kernels::DequantizeRow(params_.isa, t, row, row_buf, model_.config().kv_dim());
-        std::memcpy(out, row_buf + static_cast<size_t>(kvh) * hd, sizeof(float) * hd);
-      }
-      return;
-  }
-}
-
-namespace {
-
-// s[t] = sum_d q[d] * kT[d][t] for 16 keys stored transposed (kT: head_dim rows of 16): each sum in the
-// plain order d = 0, 1, ..., a multiply then an add (as one scalar loop does it, so results do not
-// depend on this batching), 16 keys in four vectors of 4 lanes. 16-byte vectors map onto the SSE
-// registers of the baseline x86-64 (and NEON) target this file is compiled for; wider generic vectors
-// were split by the compiler into halves that went through the stack on every step.
-typedef float F4 __attribute__((vector_size(16)));
-inline void Dot16T(const float* q, const float* kT, int hd, float* s) {
-  F4 a0 = {}, a1 = {}, a2 = {}, a3 = {};
-  for (int d = 0; d < hd; ++d) {
-    F4 k0, k1, k2, k3;
-    std::memcpy(&k0, kT + d * 16, sizeof k0);
-    std::memcpy(&k1, kT + d * 16 + 4, sizeof k1);
-    std::memcpy(&k2, kT + d * 16 + 8, sizeof k2);
-    std::memcpy(&k3, kT + d * 16 + 12, sizeof k3);
-    const float qd = q[d];
-    a0 = a0 + qd * k0;
-    a1 = a1 + qd * k1;
-    a2 = a2 + qd * k2;
-    a3 = a3 + qd * k3;
-  }
-  std::memcpy(s, &a0, sizeof a0);
-  std::memcpy(s + 4, &a1, sizeof a1);
-  std::memcpy(s + 8, &a2, sizeof a2);
-  std::memcpy(s + 12, &a3, sizeof a3);
-}
-
-// a[d] += sum over t < nt of w[t] * v[t][d], added in position order (v: nt rows of hd), 16 dims at a
-// time held in registers across the chunk instead of a load and a store of a per position.
-inline void AccumulateV(const float* w, const float* v, int nt, int hd, float* a) {
-  int d = 0;
-  for (; d + 16 <= hd; d += 16) {
-    F4 a0, a1, a2, a3;
-    std::memcpy(&a0, a + d, sizeof a0);
-    std::memcpy(&a1, a + d + 4, sizeof a1);
-    std::memcpy(&a2, a + d + 8, sizeof a2);
-    std::memcpy(&a3, a + d + 12, sizeof a3);
-    for (int t = 0; t < nt; ++t) {
-      const float* vt = v + static_cast<size_t>(t) * hd + d;
-      F4 v0, v1, v2, v3;
-      std::memcpy(&v0, vt, sizeof v0);
-      std::memcpy(&v1, vt + 4, sizeof v1);
-      std::memcpy(&v2, vt + 8, sizeof v2);
-      std::memcpy(&v3, vt + 12, sizeof v3);
-      a0 = a0 + w[t] * v0;
-      a1 = a1 + w[t] * v1;
-      a2 = a2 + w[t] * v2;
-      a3 = a3 + w[t] * v3;
-    }
-    std::memcpy(a + d, &a0, sizeof a0);
-    std::memcpy(a + d + 4, &a1, sizeof a1);
-    std::memcpy(a + d + 8, &a2, sizeof a2);
-    std::memcpy(a + d + 12, &a3, sizeof a3);
-  }
-  for (; d < hd; ++d)  // head_dim not a multiple of 16 (stories260K: 8)
-    for (int t = 0; t < nt; ++t) a[d] += w[t] * v[static_cast<size_t>(t) * hd + d];
-}
-
-}  // namespace
-
-// One query head over positions [0, n) of an f16 cache, in the arithmetic of llama.cpp's CPU flash
-// attention (ggml_compute_forward_flash_attn_ext_f16 with f16 K/V and its scalar loops): q rounded to
-// f16; each score the float product of f16 values summed in double; on a new maximum M the f16
-// accumulator is scaled by exp(M_old - M) (rounded back to f16), then v * exp(s - M) is added, rounded
-// to f16; the sum S in float; out = f32(acc) * (1 / S).
-void Context::AttendF16(const uint8_t* kc, const uint8_t* vc, int kvh, const float* q, int n, float* out) const {
-  const int hd = model_.config().head_dim;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  uint16_t qh[256], acc[256];  // head_dim <= 256 (checked at Create)
-  for (int d = 0; d < hd; ++d) qh[d] = quant::FloatToHalf(q[d]), acc[d] = 0;
-  float M = -INFINITY, S = 0.0f;
-  for (int t = 0; t < n; ++t) {
-    const uint16_t* k = reinterpret_cast<const uint16_t*>(kc + static_cast<size_t>(t) * k_row_) + kvh * hd;
-    const uint16_t* v = reinterpret_cast<const uint16_t*>(vc + static_cast<size_t>(t) * v_row_) + kvh * hd;
-    double dot = 0;
-    for (int d = 0; d < hd; ++d) dot += static_cast<double>(quant::HalfToFloat(qh[d]) * quant::HalfToFloat(k[d]));
-    const float s = static_cast<float>(dot) * scale;
-    float ms = 1.0f, vs = 1.0f;
-    if (s > M) {
-      ms = std::exp(M - s);
-      M = s;
-      for (int d = 0; d < hd; ++d) acc[d] = quant::FloatToHalf(quant::HalfToFloat(acc[d]) * ms);
-    } else {
-      vs = std::exp(s - M);
-    }
-    for (int d = 0; d < hd; ++d) acc[d] = quant::FloatToHalf(quant::HalfToFloat(acc[d]) + quant::HalfToFloat(v[d]) * vs);
-    S = S * ms + vs;
-  }
-  const float inv = S == 0.0f ? 0.0f : 1.0f / S;
-  for (int d = 0; d < hd; ++d) out[d] = quant::HalfToFloat(acc[d]) * inv;
-}
-
-// Causal attention of the m new tokens (positions p0..p0+m-1) over the cache, with online softmax (no
-// score matrix). One work item is (token, KV head): the cache is read in its stored type, a chunk of
-// positions at a time, and each K/V row is converted once for all the query heads that share it (GQA).
-// Items are ordered so that any contiguous range mixes short and long histories (balanced threads).
-void Context::Attention(int layer, int m, int p0) {
+// Per token: biases, RoPE on q and k, the key rotation, then the K and V rows quantized into the cache,
+// all while the token's rows are in L1 (rope_kv). Unfused: each step a pass over the whole batch, as a
+// graph of separate ops would run them. The same operations on the same values either way.
+void Context::RopeAndWriteKv(int layer, const LayerWeights& L, int m, int p0) {
   const ModelConfig& c = model_.config();
-  const int hd = c.head_dim, kvd = c.kv_dim(), qd = c.q_dim();
-  const int group = c.n_heads / c.n_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const uint8_t* kc = k_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * k_row_;
-  const uint8_t* vc = v_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * v_row_;
-  const GgmlType tk = params_.type_k, tv = params_.type_v;
-  constexpr int kChunk = 16;  // positions converted per step (Dot16T's width)
-  pool_.ParallelFor(static_cast<int64_t>(m) * c.n_kv_heads, 1, [&](int64_t b, int64_t e, int) {
-    std::vector<float> kf(static_cast<size_t>(kChunk) * hd), vf(kf.size()), qr(static_cast<size_t>(group) * hd),
-        acc(static_cast<size_t>(group) * hd), row(static_cast<size_t>(kvd)), s(static_cast<size_t>(kChunk)),
-        w(static_cast<size_t>(kChunk)),
-        kT(kf.size());
-    std::vector<float> mx(static_cast<size_t>(group)), sum(static_cast<size_t>(group));
-    for (int64_t item = b; item < e; ++item) {
-      const int kvh = static_cast<int>(item % c.n_kv_heads);
-      const int j = static_cast<int>(item / c.n_kv_heads);
-      const int i = j % 2 == 0 ? j / 2 : m - 1 - j / 2;  // 0, m-1, 1, m-2, ...
-      const int n = p0 + i + 1;                          // positions this token sees
-      const float* q0 = q_.data() + static_cast<size_t>(i) * qd + static_cast<size_t>(kvh) * group * hd;
-      const float* qs = q0;
-      if (rotate_k_) {  // keys were stored rotated: rotate the queries the same way
-        std::memcpy(qr.data(), q0, sizeof(float) * group * hd);
-        for (int g = 0; g < group; ++g) Hadamard(qr.data() + static_cast<size_t>(g) * hd, hd);
-        qs = qr.data();
-      }
-      float* out = att_.data() + static_cast<size_t>(i) * qd + static_cast<size_t>(kvh) * group * hd;
-      if (params_.attn_f16) {
-        for (int g = 0; g < group; ++g) AttendF16(kc, vc, kvh, qs + g * hd, n, out + g * hd);
-        continue;
-      }
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      std::fill(mx.begin(), mx.end(), -INFINITY);
-      std::fill(sum.begin(), sum.end(), 0.0f);
-      for (int t0 = 0; t0 < n; t0 += kChunk) {
-        const int nt = std::min(kChunk, n - t0);
-        for (int tt = 0; tt < nt; ++tt) {
-          LoadHead(kc + static_cast<size_t>(t0 + tt) * k_row_, tk, kvh, kf.data() + tt * hd, row.data());
-          LoadHead(vc + static_cast<size_t>(t0 + tt) * v_row_, tv, kvh, vf.data() + tt * hd, row.data());
-        }
-        // Keys transposed (d-major, 16 positions per row; unused positions zero) for Dot16T.
-        for (int d = 0; d < hd; ++d)
-          for (int tt = 0; tt < kChunk; ++tt) kT[static_cast<size_t>(d) * kChunk + tt] = tt < nt ? kf[static_cast<size_t>(tt) * hd + d] : 0.0f;
-        for (int g = 0; g < group; ++g) {
-          const float* q = qs + static_cast<size_t>(g) * hd;
-          float* a = acc.data() + static_cast<size_t>(g) * hd;
-          Dot16T(q, kT.data(), hd, s.data());
-          // Online softmax one chunk at a time: the running max moves once per chunk (one rescale of
-          // what was accumulated), then the chunk's weights and its V rows are summed in position order.
-          float cm = mx[g];
-          for (int tt = 0; tt < nt; ++tt) {
-            s[static_cast<size_t>(tt)] *= scale;
-            cm = std::max(cm, s[static_cast<size_t>(tt)]);
-          }
-          if (cm > mx[g]) {
-            const float r = std::exp(mx[g] - cm);  // 0 on the first chunk (mx = -inf)
-            for (int d = 0; d < hd; ++d) a[d] *= r;
-            sum[g] *= r;
-            mx[g] = cm;
-          }
-          for (int tt = 0; tt < nt; ++tt) {
-            w[static_cast<size_t>(tt)] = std::exp(s[static_cast<size_t>(tt)] - cm);
-            sum[g] += w[static_cast<size_t>(tt)];
-          }
-          AccumulateV(w.data(), vf.data(), nt, hd, a);
-        }
-      }
-      for (int g = 0; g < group; ++g)
-        for (int d = 0; d < hd; ++d) out[g * hd + d] = acc[static_cast<size_t>(g) * hd + d] / sum[static_cast<size_t>(g)];
+  const int qd = c.q_dim(), kvd = c.kv_dim();
+  uint8_t* kc = k_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * k_row_;
+  uint8_t* vc = v_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * v_row_;
+  auto bias_rope = [&](int i) {
+    float* q = q_.data() + static_cast<size_t>(i) * qd;
+    float* k = k_.data() + static_cast<size_t>(i) * kvd;
+    float* v = v_.data() + static_cast<size_t>(i) * kvd;
+    if (c.qkv_bias) {
+      for (int j = 0; j < qd; ++j) q[j] += L.bq[static_cast<size_t>(j)];
+      for (int j = 0; j < kvd; ++j) k[j] += L.bk[static_cast<size_t>(j)];
+      for (int j = 0; j < kvd; ++j) v[j] += L.bv[static_cast<size_t>(j)];
     }
-  });
+    Rope(q, c.n_heads, p0 + i);
+    Rope(k, c.n_kv_heads, p0 + i);
+    if (rotate_k_) {
+      for (int h = 0; h < c.n_kv_heads; ++h) Hadamard(k + static_cast<size_t>(h) * c.head_dim, c.head_dim);
+    }
+  };
+  auto write = [&](int i) {
+    quant::QuantizeRow(params_.type_k, k_.data() + static_cast<size_t>(i) * kvd, kc + static_cast<size_t>(p0 + i) * k_row_, kvd);
+    quant::QuantizeRow(params_.type_v, v_.data() + static_cast<size_t>(i) * kvd, vc + static_cast<size_t>(p0 + i) * v_row_, kvd);
+  };
+  const uint64_t rope_bytes = static_cast<uint64_t>(m) * (qd + kvd) * 8 + (c.qkv_bias ? static_cast<uint64_t>(m) * kvd * 8 : 0);
+  const uint64_t write_bytes = static_cast<uint64_t>(m) * (2 * kvd * 4 + k_row_ + v_row_);
+  if (fused(Fusion::kRopeKv)) {
+    const uint64_t t0 = ProfBegin(Op::kRopeKvWrite);
+    for (int i = 0; i < m; ++i) {
+      bias_rope(i);
+      write(i);
+    }
+    ProfEnd(Op::kRopeKvWrite, t0, [&] { return rope_bytes + write_bytes; });
+    return;
+  }
+  uint64_t t0 = ProfBegin(Op::kRope);
+  for (int i = 0; i < m; ++i) bias_rope(i);
+  ProfEnd(Op::kRope, t0, [&] { return rope_bytes; });
+  t0 = ProfBegin(Op::kKvWrite);
+  for (int i = 0; i < m; ++i) write(i);
+  ProfEnd(Op::kKvWrite, t0, [&] { return write_bytes; });
 }
 
 void Context::EvalBatch(const int32_t* tokens, int m, bool all_logits) {
   const ModelConfig& c = model_.config();
-  const int dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), ffn = c.ffn_dim;
+  const int dim = c.dim, qd = c.q_dim();
   const int p0 = n_past_;
+  if (prof_ != nullptr) prof_->BeginPass(m);
   const Weight& emb = model_.token_embd();
   const size_t emb_row = RowBytes(emb.type, emb.cols);
+  uint64_t t0 = ProfBegin(Op::kEmbed);
   for (int i = 0; i < m; ++i) {
     quant::DequantizeRow(emb.type, static_cast<const uint8_t*>(emb.data) + emb_row * static_cast<size_t>(tokens[i]),
                          x_.data() + static_cast<size_t>(i) * dim, dim);
   }
+  ProfEnd(Op::kEmbed, t0, [&] { return static_cast<uint64_t>(m) * (emb_row + dim * 4); });
+  auto matmul_bytes = [&](const Weight& w, int rows) {
+    return static_cast<uint64_t>(w.nbytes()) + ActBytes(rows, w.cols) + static_cast<uint64_t>(rows) * w.rows * 4;
+  };
+  auto residual = [&] {  // x += tmp
+    const uint64_t t = ProfBegin(Op::kResidual);
+    for (size_t j = 0; j < static_cast<size_t>(m) * dim; ++j) x_[j] += tmp_[j];
+    ProfEnd(Op::kResidual, t, [&] { return static_cast<uint64_t>(m) * dim * 12; });
+  };
 
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = model_.layers()[static_cast<size_t>(l)];
     // Attention block.
-    RmsNorm(x_.data(), L.attn_norm, m, xb_.data());
-    Linear(L.wq, xb_.data(), m, q_.data());
-    Linear(L.wk, xb_.data(), m, k_.data());
-    Linear(L.wv, xb_.data(), m, v_.data());
-    uint8_t* kc = k_cache_.data() + static_cast<size_t>(l) * n_ctx_ * k_row_;
-    uint8_t* vc = v_cache_.data() + static_cast<size_t>(l) * n_ctx_ * v_row_;
-    for (int i = 0; i < m; ++i) {
-      float* q = q_.data() + static_cast<size_t>(i) * qd;
-      float* k = k_.data() + static_cast<size_t>(i) * kvd;
-      float* v = v_.data() + static_cast<size_t>(i) * kvd;
-      if (c.qkv_bias) {
-        for (int j = 0; j < qd; ++j) q[j] += L.bq[static_cast<size_t>(j)];
-        for (int j = 0; j < kvd; ++j) k[j] += L.bk[static_cast<size_t>(j)];
-        for (int j = 0; j < kvd; ++j) v[j] += L.bv[static_cast<size_t>(j)];
-      }
-      Rope(q, c.n_heads, p0 + i);
-      Rope(k, c.n_kv_heads, p0 + i);
-      if (rotate_k_) {
-        for (int h = 0; h < c.n_kv_heads; ++h) Hadamard(k + static_cast<size_t>(h) * c.head_dim, c.head_dim);
-      }
-      quant::QuantizeRow(params_.type_k, k, kc + static_cast<size_t>(p0 + i) * k_row_, kvd);
-      quant::QuantizeRow(params_.type_v, v, vc + static_cast<size_t>(p0 + i) * v_row_, kvd);
-    }
-    Attention(l, m, p0);
-    Linear(L.wo, att_.data(), m, tmp_.data());
-    for (size_t j = 0; j < static_cast<size_t>(m) * dim; ++j) x_[j] += tmp_[j];
+    NormQuantize(x_.data(), L.attn_norm, m, xb_.data(), L.wq.type, Op::kAttnNormQuant, Op::kAttnNorm);
+    Qkv(L, m);
+    RopeAndWriteKv(l, L, m, p0);
+    t0 = ProfBegin(Op::kAttention);
+    if (fused(Fusion::kAttnOnline) || params_.attn_f16) Attention(l, m, p0);
+    else AttentionFullScores(l, m, p0);
+    ProfEnd(Op::kAttention, t0, [&] {
+      // Each token reads the cache rows of its history (n = p0 + i + 1), its query, and writes its output.
+      const uint64_t positions = static_cast<uint64_t>(m) * p0 + static_cast<uint64_t>(m) * (m + 1) / 2;
+      return positions * (k_row_ + v_row_) + static_cast<uint64_t>(m) * qd * 8;
+    });
+    Quantize(att_.data(), m, L.wo.type, qd);
+    t0 = ProfBegin(Op::kWo);
+    MatMuls({{&L.wo, tmp_.data()}}, m);
+    ProfEnd(Op::kWo, t0, [&] { return matmul_bytes(L.wo, m); });
+    residual();
 
     // Feed-forward block: down(silu(gate(x)) * up(x)).
-    RmsNorm(x_.data(), L.ffn_norm, m, xb_.data());
-    Linear(L.w_gate, xb_.data(), m, gate_.data());
-    Linear(L.w_up, xb_.data(), m, up_.data());
-    for (size_t j = 0; j < static_cast<size_t>(m) * ffn; ++j) {
-      const float g = gate_[j];
-      gate_[j] = g / (1.0f + std::exp(-g)) * up_[j];
-    }
-    Linear(L.w_down, gate_.data(), m, tmp_.data());
-    for (size_t j = 0; j < static_cast<size_t>(m) * dim; ++j) x_[j] += tmp_[j];
+    NormQuantize(x_.data(), L.ffn_norm, m, xb_.data(), L.w_gate.type, Op::kFfnNormQuant, Op::kFfnNorm);
+    GateUpSilu(L, m);
+    Quantize(gate_.data(), m, L.w_down.type, c.ffn_dim);
+    t0 = ProfBegin(Op::kDown);
+    MatMuls({{&L.w_down, tmp_.data()}}, m);
+    ProfEnd(Op::kDown, t0, [&] { return matmul_bytes(L.w_down, m); });
+    residual();
   }
 
   // Output: only the rows whose logits are wanted.
   const int first = all_logits ? 0 : m - 1;
   const int rows = m - first;
-  RmsNorm(x_.data() + static_cast<size_t>(first) * dim, model_.output_norm(), rows, xb_.data());
-  Linear(model_.output(), xb_.data(), rows, logits_.data());
+  const Weight& out = model_.output();
+  NormQuantize(x_.data() + static_cast<size_t>(first) * dim, model_.output_norm(), rows, xb_.data(), out.type,
+               Op::kOutputNormQuant, Op::kOutputNorm);
+  t0 = ProfBegin(Op::kOutput);
+  MatMuls({{&out, logits_.data()}}, rows);
+  ProfEnd(Op::kOutput, t0, [&] { return matmul_bytes(out, rows); });
   n_logit_rows_ = rows;
   n_past_ += m;
+  if (prof_ != nullptr) prof_->EndPass();
+}
+
+void Context::SetProfiler(Profiler* p) {
+  prof_ = p;
+  pool_.SetObserver(p);
+  if (p == nullptr) return;
+  const ModelConfig& c = model_.config();
+  const kernels::Isa isa = params_.isa;
+  const LayerWeights& L0 = model_.layers()[0];
+  // A matmul op's kernel, from its weight in every layer ("mixed" when the layers differ).
+  auto matmul = [&](const Weight LayerWeights::*w) {
+    std::string k;
+    for (const LayerWeights& L : model_.layers()) {
+      const Weight& x = L.*w;
+      std::string n = kernels::KernelName(isa, x.type);
+      if (x.packed != nullptr && kernels::CanPackQ4_0x8(isa, x.rows, x.cols)) n += ", 8-row repacked";
+      if (k.empty()) k = n;
+      else if (k.find(n) == std::string::npos) k += " | " + n;
+    }
+    return k;
+  };
+  p->SetKernel(Op::kWq, matmul(&LayerWeights::wq));
+  p->SetKernel(Op::kWk, matmul(&LayerWeights::wk));
+  p->SetKernel(Op::kWv, matmul(&LayerWeights::wv));
+  p->SetKernel(Op::kWqkv, matmul(&LayerWeights::wq));
+  p->SetKernel(Op::kWo, matmul(&LayerWeights::wo));
+  p->SetKernel(Op::kGate, matmul(&LayerWeights::w_gate));
+  p->SetKernel(Op::kUp, matmul(&LayerWeights::w_up));
+  p->SetKernel(Op::kGateUpSilu, matmul(&LayerWeights::w_gate) + "; silu*mul scalar");
+  p->SetKernel(Op::kDown, matmul(&LayerWeights::w_down));
+  const Weight& out = model_.output();
+  std::string on = kernels::KernelName(isa, out.type);
+  if (out.packed != nullptr && kernels::CanPackQ4_0x8(isa, out.rows, out.cols)) on += ", 8-row repacked";
+  p->SetKernel(Op::kOutput, on);
+  const bool q8 = L0.wq.type != GgmlType::kF32 && L0.wq.type != GgmlType::kF16 && L0.wq.type != GgmlType::kBF16;
+  const std::string quant = q8 && isa != kernels::Isa::kRef ? "q8 blocks of 32, scalar" : "float copy / ref q8";
+  p->SetKernel(Op::kQuantize, quant);
+  for (Op o : {Op::kAttnNorm, Op::kFfnNorm, Op::kOutputNorm}) p->SetKernel(o, "scalar, f64 sum of squares");
+  for (Op o : {Op::kAttnNormQuant, Op::kFfnNormQuant, Op::kOutputNormQuant}) p->SetKernel(o, "scalar norm + " + quant);
+  p->SetKernel(Op::kEmbed, "dequantize " + TypeName(static_cast<uint32_t>(model_.token_embd().type)) + " rows");
+  const std::string kv = std::string("K ") + TypeName(static_cast<uint32_t>(params_.type_k)) + " / V " +
+                         TypeName(static_cast<uint32_t>(params_.type_v)) + (rotate_k_ ? ", K rotated" : "");
+  const char* rope = c.rope == RopeStyle::kNorm ? "scalar rope (pairs)" : "scalar rope (neox)";
+  p->SetKernel(Op::kRope, rope);
+  p->SetKernel(Op::kKvWrite, "quantize rows to " + kv);
+  p->SetKernel(Op::kRopeKvWrite, std::string(rope) + " + quantize rows to " + kv);
+  p->SetKernel(Op::kAttention, (params_.attn_f16 ? std::string("llama.cpp f16 flash-attention arithmetic")
+                                : fused(Fusion::kAttnOnline) ? std::string("online softmax, 16 positions per step")
+                                                             : std::string("full score rows, then softmax")) +
+                                   ", " + kv);
+  p->SetKernel(Op::kResidual, "scalar");
+  p->SetKernel(Op::kSiluMul, "scalar");
 }
 
 }  // namespace edgedecode::llm

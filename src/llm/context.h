@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,7 +14,9 @@
 #include "base/thread_pool.h"
 #include "edgedecode/status.h"
 #include "kernels/kernels.h"
+#include "llm/fusion.h"
 #include "llm/model.h"
+#include "llm/profiler.h"
 
 namespace edgedecode::llm {
 
@@ -34,19 +37,15 @@ struct ContextParams {
   // reproduces llama.cpp's output bit for bit where its vector loops run scalar (head_dim below the
   // SIMD step), at some cost in precision at long contexts; off: f32 accumulation. Needs f16 K and V.
   bool attn_f16 = false;
+  // Fused paths of the forward pass (all on by default; each off computes the same function, see fusion.h).
+  // attn_online has no effect with attn_f16, whose arithmetic is llama.cpp's online one.
+  FusionSet fusions;
 };
 
 // Bytes the KV cache of a context takes: 2 x layers x n_ctx x row bytes of (kv_heads x head_dim).
 size_t KvCacheBytes(const ModelConfig& c, int n_ctx, GgmlType type_k, GgmlType type_v);
 // Whether a type can hold a KV row of this model (block size divides kv_dim).
 Status CheckKvType(const ModelConfig& c, GgmlType t, const char* which);
-
-// Time and bytes per op, filled when profiling is on.
-struct OpProfile {
-  uint64_t ns = 0;
-  uint64_t bytes = 0;  // weight + KV bytes read
-  uint64_t calls = 0;
-};
 
 class Context {
  public:
@@ -70,15 +69,41 @@ class Context {
   const Model& model() const { return model_; }
   int n_threads() const { return pool_.size(); }
   kernels::Isa isa() const { return params_.isa; }
+  const FusionSet& fusions() const { return params_.fusions; }
+
+  // Attaches a profiler (nullptr: detach). The profiler must have n_threads() threads and outlive its
+  // use; it is given the kernel of each op here. Off (the default) costs one pointer test per op.
+  void SetProfiler(Profiler* p);
+  Profiler* profiler() const { return prof_; }
 
  private:
   Context(const Model& model, const ContextParams& params, int n_ctx, int n_threads);
   void EvalBatch(const int32_t* tokens, int m, bool all_logits);
-  // Y (m, w.rows) = X (m, w.cols) * W^T, split by rows over the pool.
-  void Linear(const Weight& w, const float* X, int m, float* Y);
+
+  // One weight matrix and where its output goes: Y (m, w.rows) = X (m, w.cols) * W^T.
+  struct MatJob {
+    const Weight* w;
+    float* y;
+  };
+  // The activations (acts_) for a matmul input X (m rows of k) and weights of type wt.
+  void Quantize(const float* X, int m, GgmlType wt, int64_t k);
+  // out = RMSNorm(x) * w (m rows of dim), then acts_ prepared from out for weights of type wt: with
+  // norm_quant, row by row in one parallel region (the row is quantized while in L1); else as two ops.
+  void NormQuantize(const float* x, const std::vector<float>& w, int m, float* out, GgmlType wt, Op fused, Op norm_op);
+  // Every job's matmul over the prepared acts_ (same weight type and cols), in one parallel region split
+  // by rows of the jobs laid end to end.
+  void MatMuls(std::initializer_list<MatJob> jobs, int m);
+  // Rows [r0, r1) of one matmul over acts_.
+  void MatMulRows(const Weight& w, int64_t r0, int64_t r1, float* Y) const;
+  void Qkv(const LayerWeights& L, int m);
+  void GateUpSilu(const LayerWeights& L, int m);
+  void RopeAndWriteKv(int layer, const LayerWeights& L, int m, int p0);
+  void RmsNormRow(const float* x, const std::vector<float>& w, float* out) const;
   void RmsNorm(const float* x, const std::vector<float>& w, int m, float* out) const;
   void Rope(float* v, int n_heads, int pos) const;
   void Attention(int layer, int m, int p0);
+  // Attention with the scores of a query over all n positions first, then one softmax (attn_online off).
+  void AttentionFullScores(int layer, int m, int p0);
   void AttendF16(const uint8_t* kc, const uint8_t* vc, int kvh, const float* q, int n, float* out) const;
   // Writes kv_dim floats of head kvh's slice of a cached row into out (hd floats); row_buf: kv_dim scratch.
   void LoadHead(const uint8_t* row, GgmlType t, int kvh, float* out, float* row_buf) const;
@@ -93,6 +118,16 @@ class Context {
   kernels::Activations acts_;
 
   bool rotate_k() const { return rotate_k_; }
+  bool fused(Fusion f) const { return params_.fusions.on(f); }
+
+  // Profiling: no clock read unless a profiler is attached.
+  uint64_t ProfBegin(Op op) const { return prof_ != nullptr ? prof_->Begin(op) : 0; }
+  template <class Bytes>
+  void ProfEnd(Op op, uint64_t t0, Bytes bytes) const {
+    if (prof_ != nullptr) [[unlikely]] prof_->End(op, t0, bytes());
+  }
+  uint64_t ActBytes(int m, int64_t k) const;  // bytes of acts_ a matmul reads
+  Profiler* prof_ = nullptr;
 
   // KV cache stored per KV head (never expanded to the query heads); each position's row of kv_dim
   // elements is one row of type_k / type_v (quantized blocks span heads when head_dim < 32).

@@ -43,6 +43,8 @@ int RunMain(int argc, char** argv) {
   CLI::App app{"Generate text from a GGUF model. Text streams to stdout; timings go to stderr.", "edgedecode run"};
   ModelOptions mo;
   mo.Add(app);
+  ProfileOptions po;
+  po.Add(app);
   std::string prompt;
   int n_predict = 128;
   bool no_bos = false, json = false, ignore_eos = false, context_shift = false;
@@ -78,6 +80,11 @@ int RunMain(int argc, char** argv) {
     return Fail(InvalidArgument("the prompt has " + std::to_string(toks.size()) + " tokens, which does not fit in the context of " +
                                 std::to_string(ctx.n_ctx()) + " (use -c to enlarge it)"));
 
+  std::unique_ptr<llm::Profiler> prof;
+  if (po.on()) {
+    prof = std::make_unique<llm::Profiler>(ctx.n_threads(), !po.trace.empty());
+    ctx.SetProfiler(prof.get());
+  }
   llm::Sampler sampler(sp);
   for (int32_t t : toks) sampler.Accept(t);
   auto t_prefill = Clock::now();
@@ -157,6 +164,14 @@ int RunMain(int argc, char** argv) {
                loaded->load_s, toks.size(), prefill_tps, ttft * 1e3, n_decoded, decode_tps,
                stop == "eos" ? "end of generation" : stop == "context" ? "context full" : "n_predict reached",
                stop == "context" ? " (use -c to enlarge)" : "");
+  if (prof) {
+    ctx.SetProfiler(nullptr);
+    if (po.profile) prof->Print(stderr);
+    if (!po.trace.empty()) {
+      st = llm::Profiler::WriteTrace(po.trace, {{"run", prof.get()}});
+      if (!st.ok()) return Fail(st);
+    }
+  }
   if (json) {
     nlohmann::json j;
     j["text"] = text;
@@ -169,6 +184,8 @@ int RunMain(int argc, char** argv) {
     j["kernels"] = kernels::IsaName(ctx.isa());
     j["threads"] = ctx.n_threads();
     j["memory"] = {{"plan_bytes", loaded->plan.total}, {"peak_rss_bytes", llm::PeakRssBytes()}};
+    j["fusions_off"] = ctx.fusions().OffList();
+    if (prof && po.profile) j["profile"] = prof->ToJson();
     std::printf("%s\n", j.dump().c_str());
   }
   return 0;
