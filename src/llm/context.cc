@@ -440,8 +440,13 @@ void Context::SetProfiler(Profiler* p) {
   std::string on = kernels::KernelName(isa, out.type);
   if (out.packed != nullptr && kernels::CanPackQ4_0x8(isa, out.rows, out.cols)) on += ", 8-row repacked";
   p->SetKernel(Op::kOutput, on);
-  const bool q8 = L0.wq.type != GgmlType::kF32 && L0.wq.type != GgmlType::kF16 && L0.wq.type != GgmlType::kBF16;
-  const std::string quant = q8 && isa != kernels::Isa::kRef ? "q8 blocks of 32, scalar" : "float copy / ref q8";
+  // What the activations become for the layers' weight type (Activations::Fill).
+  const GgmlType wt = L0.wq.type;
+  const std::string quant = wt == GgmlType::kF32    ? "float copy"
+                            : wt == GgmlType::kF16  ? "round to f16"
+                            : wt == GgmlType::kBF16 ? "round to bf16"
+                            : isa == kernels::Isa::kRef ? "q8 blocks of 32, expanded to float (ref)"
+                                                        : "q8 blocks of 32, scalar";
   p->SetKernel(Op::kQuantize, quant);
   for (Op o : {Op::kAttnNorm, Op::kFfnNorm, Op::kOutputNorm}) p->SetKernel(o, "scalar, f64 sum of squares");
   for (Op o : {Op::kAttnNormQuant, Op::kFfnNormQuant, Op::kOutputNormQuant}) p->SetKernel(o, "scalar norm + " + quant);
