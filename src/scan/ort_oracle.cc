@@ -55,7 +55,7 @@ std::vector<std::string> InputArgs(const std::vector<OracleInput>& inputs, const
   std::vector<std::string> args;
   for (const auto& in : inputs) {
     std::string dims;
-    for (size_t i = 0; i < in.dims.size(); ++i) dims += (i ? "," : "") + std::to_string(in.dims[i]);
+    for (size_t i = 0; i < in.dims.size(); ++i) { if (i) dims += ","; dims += std::to_string(in.dims[i]); }
     args.push_back("--input");
     args.push_back(in.name + ":" + in.type + ":" + dims);
   }

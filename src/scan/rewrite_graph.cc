@@ -213,7 +213,7 @@ bool ConstFloats(const onnx::GraphProto& g, const std::string& name, std::vector
 
 std::string Dims(const std::vector<int64_t>& d) {
   std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+  for (size_t i = 0; i < d.size(); ++i) { if (i) s += ","; s += std::to_string(d[i]); }
   return s + "]";
 }
 
