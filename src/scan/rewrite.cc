@@ -397,7 +397,7 @@ Status FixInputShape(Session& s, std::unique_ptr<Candidate>& cur, RewriteReport*
   ED_RETURN_IF_ERROR(FixInputShapes(&next, s.opts().input_shapes));
   step.what = what;
   if (!changes) {
-    step.status = "refused";
+    step.status = "skipped";
     step.reason = "the inputs already have these shapes";
     report->steps.push_back(step);
     return Status::Ok();

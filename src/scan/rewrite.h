@@ -47,7 +47,7 @@ struct RewriteStep {
   std::string rewrite;  // name from Rewrites()
   std::string node;     // node concerned, "" for model-wide rewrites
   std::string status;   // "applied", "failed" (did not verify; not written), "refused" (not applicable),
-                        // "skipped" (would not help on this target)
+                        // "skipped" (would not help on this target, or nothing to change)
   std::string what;     // the change
   std::string reason;   // for failed / refused / skipped
   bool verified = false;          // an ONNX Runtime comparison ran

@@ -247,7 +247,7 @@ Result<ResizePlan> PlanResize(const OnnxModel& m, const Node& n) {
   const ValueInfo* y = m.Find(p.y);
   if (!x || !x->fully_known() || x->dims.size() != 4 || !y || !y->fully_known() || y->dims.size() != 4)
     return Unsupported("needs static 4-D input and output shapes (input " + (x ? x->ShapeString() : "?") + ", output " +
-                       (y ? y->ShapeString() : "?") + "); fix input shapes (--input-shape) and run static-shapes first");
+                       (y ? y->ShapeString() : "?") + "); fix the input shapes (--input-shape) and fold shape computations first (static-shapes: --only static-shapes,...)");
   if (x->elem_type != onnx::TensorProto::FLOAT) return Unsupported("input is " + ElemTypeName(x->elem_type) + ", only float32 is rewritten");
   p.elem_type = x->elem_type;
   p.n = x->dims[0].value; p.c = x->dims[1].value; p.h = x->dims[2].value; p.w = x->dims[3].value;

@@ -1,10 +1,13 @@
 // ONNX Runtime (npm onnxruntime-node, CPU execution provider) as the oracle for `edgedecode rewrite`.
 //
 //   node ort_compare.mjs compare A.onnx B.onnx [--input NAME:TYPE:D0,D1,...]... [--seed N] [--range LO,HI]
+//                        [--b-opt all|extended|basic|disabled]
 //       Runs both models on the same seeded random inputs; prints one JSON object on stdout:
 //       {"ok":true,"max_abs_diff":X,"outputs":[{"name","dims","max_abs_diff","max_abs"}...],"inputs":[...]}
 //       Outputs are matched by name; a missing output, a shape or type mismatch, or a NaN on one side only
-//       makes that output's max_abs_diff null (and the whole result's too).
+//       makes that output's max_abs_diff null (and the whole result's too). --b-opt sets ONNX Runtime's graph
+//       optimization level for B (default all, as for A): `compare A A --b-opt disabled` measures how much ORT's
+//       own fusions change this model's outputs, the float-rounding noise floor a rewrite is judged against.
 //   node ort_compare.mjs eval MODEL.onnx [--input ...]... [--seed N] [--range LO,HI] [--max-data N]
 //       Runs one model; prints {"ok":true,"outputs":[{"name","type","dims","data"}...]}, with "data" only for
 //       outputs of at most --max-data elements (default 4096; int64 as decimal strings, exact).
@@ -21,13 +24,13 @@ const ort = require('onnxruntime-node');
 
 function usage(msg) {
   process.stderr.write(`ort_compare: ${msg}\n` +
-    'usage: ort_compare.mjs compare A.onnx B.onnx [--input NAME:TYPE:DIMS]... [--seed N] [--range LO,HI]\n' +
+    'usage: ort_compare.mjs compare A.onnx B.onnx [--input NAME:TYPE:DIMS]... [--seed N] [--range LO,HI] [--b-opt LEVEL]\n' +
     '       ort_compare.mjs eval MODEL.onnx [--input NAME:TYPE:DIMS]... [--seed N] [--range LO,HI] [--max-data N]\n');
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const a = { mode: argv[0], models: [], inputs: [], seed: 1, lo: -1, hi: 1, maxData: 4096 };
+  const a = { mode: argv[0], models: [], inputs: [], seed: 1, lo: -1, hi: 1, maxData: 4096, bOpt: 'all' };
   if (a.mode !== 'compare' && a.mode !== 'eval') usage(`unknown mode '${a.mode ?? ''}'`);
   for (let i = 1; i < argv.length; ++i) {
     const k = argv[i];
@@ -47,6 +50,10 @@ function parseArgs(argv) {
       if (!(lo < hi)) usage('--range: expected LO,HI with LO < HI');
       a.lo = lo; a.hi = hi;
     } else if (k === '--max-data') a.maxData = Number(next());
+    else if (k === '--b-opt') {
+      a.bOpt = next();
+      if (!['all', 'extended', 'basic', 'disabled'].includes(a.bOpt)) usage('--b-opt: all, extended, basic or disabled');
+    }
     else if (k.startsWith('--')) usage(`unknown option ${k}`);
     else a.models.push(k);
   }
@@ -87,9 +94,10 @@ function makeTensor(spec, index, a) {
   return new ort.Tensor(type, data, spec.dims);
 }
 
-async function open(path) {
+async function open(path, opt = 'all') {
   return ort.InferenceSession.create(path, {
     executionProviders: ['cpu'], intraOpNumThreads: 1, interOpNumThreads: 1, logSeverityLevel: 3,
+    graphOptimizationLevel: opt,
   });
 }
 
@@ -113,9 +121,9 @@ function feedsFor(session, a) {
   return feeds;
 }
 
-async function runModel(path, a, tag) {
+async function runModel(path, a, tag, opt = 'all') {
   try {
-    const s = await open(path);
+    const s = await open(path, opt);
     const feeds = feedsFor(s, a);
     const out = await s.run(feeds);
     return { session: s, feeds, out };
@@ -169,7 +177,7 @@ async function main() {
     return;
   }
   const A = await runModel(a.models[0], a, 'a');
-  const B = await runModel(a.models[1], a, 'b');
+  const B = await runModel(a.models[1], a, 'b', a.bOpt);
   const outputs = A.session.outputNames.map((name) => compareOne(name, A.out[name], B.out[name]));
   for (const name of B.session.outputNames)
     if (!A.session.outputNames.includes(name)) outputs.push({ name, dims: B.out[name].dims, max_abs_diff: null, error: 'output only in the second model' });
