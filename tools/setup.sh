@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need, only where it is missing:
 #  - Debian packages listed in tools/apt-packages.txt (as root, or through sudo);
-#  - the pinned npm oracles in tools/oracle (package.json + package-lock.json, `npm ci`).
+#  - the pinned npm oracles in tools/oracle (package.json + package-lock.json, `npm ci`): llama.cpp and ONNX Runtime.
 # Safe to run again: it does nothing when everything is present.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,6 +25,9 @@ if ! command -v npm >/dev/null; then
   sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq npm
 fi
+# onnxruntime-node's install script would download CUDA/TensorRT libraries from NuGet; the CPU binary ships in
+# the package (tools/oracle/.npmrc says the same for a plain `npm ci` there).
+export ONNXRUNTIME_NODE_INSTALL=skip
 for dir in "$here"/oracle; do
   if [[ -f "$dir/package-lock.json" ]]; then
     stamp="$dir/node_modules/.edgedecode-stamp"

@@ -26,6 +26,7 @@ const Command kCommands[] = {
     {"quantize", edgedecode::cli::QuantizeMain, "re-encode a GGUF model's tensors (f16, q8_0, q4_0, q4_k, ...)"},
     {"convert", edgedecode::cli::ConvertMain, "import a model from another format (llama2c)"},
     {"scan", edgedecode::cli::ScanMain, "where each node of a model runs on a target device"},
+    {"rewrite", edgedecode::cli::RewriteMain, "rewrite an ONNX model for a device (shapes, Resize), verified by ONNX Runtime"},
     {"doctor", edgedecode::cli::DoctorMain, "environment and data checks that expose decode failures"},
 };
 

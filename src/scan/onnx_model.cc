@@ -173,7 +173,7 @@ int64_t OnnxModel::opset(const std::string& domain) const {
 
 int64_t OnnxModel::ir_version() const { return proto_->ir_version(); }
 
-Result<std::unique_ptr<OnnxModel>> OnnxModel::Load(const std::string& path, const InputShapes& shapes) {
+Result<std::unique_ptr<onnx::ModelProto>> ReadModelProto(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return NotFound(path + ": no such file");
   if (std::filesystem::is_directory(path, ec)) return InvalidArgument(path + ": is a directory, not a model file");
@@ -184,14 +184,72 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::Load(const std::string& path, cons
   if (data.empty()) return Corrupt(path + ": empty file (0 bytes), not an ONNX model");
   std::string other = Magic(data);
   if (!other.empty()) return Corrupt(path + ": this is " + other + ", not an ONNX model");
-
-  std::unique_ptr<OnnxModel> m(new OnnxModel());
-  m->path_ = path;
   if (data.size() > static_cast<size_t>(INT32_MAX))
     return Unsupported(path + ": larger than 2 GiB; protobuf cannot hold it (use external data)");
-  if (!m->proto_->ParseFromArray(data.data(), static_cast<int>(data.size())))
+  auto proto = std::make_unique<onnx::ModelProto>();
+  if (!proto->ParseFromArray(data.data(), static_cast<int>(data.size())))
     return Corrupt(path + ": not a valid ONNX protobuf (" + std::to_string(data.size()) +
                    " bytes; truncated, damaged or not an ONNX file)");
+  return proto;
+}
+
+Status FixInputShapes(onnx::ModelProto* model, const InputShapes& shapes) {
+  onnx::GraphProto* g = model->mutable_graph();
+  std::set<std::string> inits;
+  for (const auto& t : g->initializer()) inits.insert(t.name());
+  for (const auto& [name, dims] : shapes) {
+    onnx::ValueInfoProto* vi = nullptr;
+    std::string names;
+    for (auto& in : *g->mutable_input()) {
+      if (inits.count(in.name())) continue;
+      names += (names.empty() ? "" : ", ") + in.name();
+      if (in.name() == name) vi = &in;
+    }
+    if (!vi) return InvalidArgument("--input-shape " + name + ": the model has no input '" + name + "' (inputs: " + names + ")");
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    if (tt->has_shape() && tt->shape().dim_size() != static_cast<int>(dims.size()))
+      return InvalidArgument("--input-shape " + name + ": rank " + std::to_string(dims.size()) +
+                             " but the model declares rank " + std::to_string(tt->shape().dim_size()));
+    tt->clear_shape();
+    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  if (!shapes.empty()) {
+    // Stale intermediate shapes would conflict with the new ones; inference recomputes them.
+    g->clear_value_info();
+    for (auto& out : *g->mutable_output())
+      if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
+  }
+  return Status::Ok();
+}
+
+void InferShapes(onnx::ModelProto* model, std::vector<std::string>* warnings) {
+  // libonnx throws on merge conflicts; retry without the file's value_info.
+  onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
+  onnx::ModelProto backup = *model;
+  try {
+    onnx::shape_inference::InferShapes(*model, onnx::OpSchemaRegistry::Instance(), opts);
+  } catch (const std::exception& e) {
+    warnings->push_back(std::string("shape inference stopped: ") + e.what());
+    *model = backup;
+    model->mutable_graph()->clear_value_info();
+    try {
+      onnx::shape_inference::InferShapes(*model, onnx::OpSchemaRegistry::Instance(), opts);
+    } catch (const std::exception& e2) {
+      warnings->push_back(std::string("shape inference (retry) stopped: ") + e2.what());
+    }
+  }
+}
+
+Result<std::unique_ptr<OnnxModel>> OnnxModel::Load(const std::string& path, const InputShapes& shapes) {
+  ED_ASSIGN_OR_RETURN(std::unique_ptr<onnx::ModelProto> proto, ReadModelProto(path));
+  return FromProto(std::move(*proto), path, shapes);
+}
+
+Result<std::unique_ptr<OnnxModel>> OnnxModel::FromProto(onnx::ModelProto proto, const std::string& path,
+                                                         const InputShapes& shapes) {
+  std::unique_ptr<OnnxModel> m(new OnnxModel());
+  m->path_ = path;
+  *m->proto_ = std::move(proto);
   const onnx::ModelProto& mp = *m->proto_;
   if (!mp.has_graph() || mp.ir_version() <= 0)
     return Corrupt(path + ": parses as protobuf but is not an ONNX model (" +
@@ -239,47 +297,8 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::Load(const std::string& path, cons
   }
 
   // --input-shape: fix the named inputs before inference.
-  onnx::GraphProto* g = m->proto_->mutable_graph();
-  std::set<std::string> inits;
-  for (const auto& t : g->initializer()) inits.insert(t.name());
-  for (const auto& [name, dims] : shapes) {
-    onnx::ValueInfoProto* vi = nullptr;
-    std::string names;
-    for (auto& in : *g->mutable_input()) {
-      if (inits.count(in.name())) continue;
-      names += (names.empty() ? "" : ", ") + in.name();
-      if (in.name() == name) vi = &in;
-    }
-    if (!vi) return InvalidArgument("--input-shape " + name + ": the model has no input '" + name + "' (inputs: " + names + ")");
-    auto* tt = vi->mutable_type()->mutable_tensor_type();
-    if (tt->has_shape() && tt->shape().dim_size() != static_cast<int>(dims.size()))
-      return InvalidArgument("--input-shape " + name + ": rank " + std::to_string(dims.size()) +
-                             " but the model declares rank " + std::to_string(tt->shape().dim_size()));
-    tt->clear_shape();
-    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-  }
-  if (!shapes.empty()) {
-    // Stale intermediate shapes would conflict with the new ones; inference recomputes them.
-    g->clear_value_info();
-    for (auto& out : *g->mutable_output())
-      if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
-  }
-
-  // Shape inference. libonnx throws on merge conflicts; retry without the file's value_info.
-  onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
-  onnx::ModelProto backup = *m->proto_;
-  try {
-    onnx::shape_inference::InferShapes(*m->proto_, onnx::OpSchemaRegistry::Instance(), opts);
-  } catch (const std::exception& e) {
-    m->warnings_.push_back(std::string("shape inference stopped: ") + e.what());
-    *m->proto_ = backup;
-    m->proto_->mutable_graph()->clear_value_info();
-    try {
-      onnx::shape_inference::InferShapes(*m->proto_, onnx::OpSchemaRegistry::Instance(), opts);
-    } catch (const std::exception& e2) {
-      m->warnings_.push_back(std::string("shape inference (retry) stopped: ") + e2.what());
-    }
-  }
+  ED_RETURN_IF_ERROR(FixInputShapes(m->proto_.get(), shapes));
+  InferShapes(m->proto_.get(), &m->warnings_);
   ED_RETURN_IF_ERROR(m->Build());
   ED_RETURN_IF_ERROR(m->Validate());
   return m;

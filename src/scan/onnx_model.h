@@ -3,7 +3,7 @@
 // view of every node of the main graph and of every subgraph (If/Loop/Scan bodies), with the type and
 // shape of every value.
 //
-// Ownership: OnnxModel owns the ModelProto; Node::proto points into it. Immutable after Load, so it may
+// Ownership: OnnxModel owns the ModelProto; Node::proto points into it. Immutable after Load/FromProto, so it may
 // be read from many threads; Load itself is not reentrant-safe only in that libonnx's schema registry
 // is initialised on first use (libonnx guards that).
 #pragma once
@@ -78,6 +78,10 @@ class OnnxModel {
   // shape inference. Errors (kCorrupt / kNotFound / kIoError / kInvalidArgument for a bad
   // --input-shape) name the file and what is wrong.
   static Result<std::unique_ptr<OnnxModel>> Load(const std::string& path, const InputShapes& shapes = {});
+  // The same from a parsed proto (e.g. a rewritten one); `path` names it in messages and locates its
+  // external data.
+  static Result<std::unique_ptr<OnnxModel>> FromProto(onnx::ModelProto proto, const std::string& path,
+                                                      const InputShapes& shapes = {});
   ~OnnxModel();
 
   const std::string& path() const { return path_; }
@@ -116,6 +120,15 @@ int ElemSize(int32_t elem_type);
 std::string ElemTypeName(int32_t elem_type);
 // Inverse of ElemTypeName (also accepts "float", "double", "fp16"); 0 when unknown.
 int32_t ElemTypeFromName(const std::string& name);
+
+// Reads and parses an ONNX file without further checks (wrong formats are named); errors name the file.
+Result<std::unique_ptr<onnx::ModelProto>> ReadModelProto(const std::string& path);
+// Writes `shapes` into the named graph inputs (replacing their dims), then drops the
+// value_info and graph-output shapes that would be stale. kInvalidArgument names the input.
+Status FixInputShapes(onnx::ModelProto* model, const InputShapes& shapes);
+// libonnx shape inference with data propagation, in place; retried without value_info on a conflict.
+// Non-fatal problems are appended to `warnings`.
+void InferShapes(onnx::ModelProto* model, std::vector<std::string>* warnings);
 
 // Parses "NAME=1,3,320,320" into shapes; kInvalidArgument on a bad spec.
 Status ParseInputShape(const std::string& spec, InputShapes* shapes);

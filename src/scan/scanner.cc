@@ -244,13 +244,19 @@ void Suggest(const OnnxModel& m, const Profile& p, ScanReport* r) {
     for (const auto& d : r->dynamic_inputs) ex += (ex.empty() ? "" : "; ") + d;
     add("fix dynamic input shapes (" + ex + "): rerun with --input-shape NAME=D0,D1,...; `edgedecode rewrite --input-shape` writes them into the model so every shape becomes static");
   }
+  int dynamic = 0;
+  for (const NodeResult& n : r->nodes) dynamic += n.reason == "dynamic_shape";
+  if (dynamic && r->dynamic_inputs.empty())
+    add(std::to_string(dynamic) + " nodes have dynamic shapes although every input is static: a shape computation that "
+        "inference does not follow (e.g. Pad pads or Resize sizes from Shape/Slice/Concat); `edgedecode rewrite` "
+        "(static-shapes) folds those computations into constants, checked with ONNX Runtime");
   for (const NodeResult& n : r->nodes) {
     if (n.placement != Placement::kCpu) continue;
     if (n.op_type == "Resize" && n.reason == "attribute_not_supported" && n.detail.find("linear") != std::string::npos) {
       if (has_op("ConvTranspose"))
-        add("Resize mode=linear (" + n.name + ", ...): with an integer scale s it equals a depthwise ConvTranspose (group=C, stride s, kernel 2s, fixed bilinear weights); `edgedecode rewrite` applies it and verifies with ONNX Runtime");
+        add("Resize mode=linear (" + n.name + ", ...): with an integer scale s it equals a depthwise ConvTranspose (group=C, stride s, kernel 2s or 2s-1, fixed bilinear weights) after repeating the border; `edgedecode rewrite` applies it (resize-to-convtranspose) and verifies with ONNX Runtime");
       else
-        add("Resize mode=linear (" + n.name + "): the profile has no ConvTranspose; use Resize nearest + a depthwise 3x3 smoothing Conv, or retrain with nearest upsampling");
+        add("Resize mode=linear (" + n.name + "): the profile has no ConvTranspose; with an integer scale it equals Resize nearest + a depthwise box Conv (and a crop); `edgedecode rewrite` applies it (resize-to-nearest-conv) and verifies with ONNX Runtime");
     }
     if (n.op_type == "Resize" && n.reason == "attribute_not_supported" && n.detail.find("nearest") != std::string::npos)
       add("Resize mode=nearest (" + n.name + "): this device has only bilinear resize; a nearest upsample by integer s is a depthwise ConvTranspose with a box kernel");
