@@ -5,7 +5,8 @@
 #   max        : HWCAP has asimddp (and i8mm) -> the sdot kernels;
 #   cortex-a53 : Armv8.0, no dotprod          -> the plain NEON kernels (widening multiplies).
 # On each: the kernel parity test (every kernel against the scalar reference), the -v kernel log, and
-# greedy generations of the stories260K GGUFs compared byte for byte with llama.cpp's golden text.
+# greedy generations of stories260K compared byte for byte with llama.cpp's and llama2.c's golden text
+# (the checks of tests/llm_golden_test.cc); on cortex-a53 also the tokenizer, quant and gguf tests.
 # Fails on any mismatch. Registered as the ctest `cross_arm_test` of the x86 build (label cross).
 #
 # usage: tools/cross_arm_test.sh [BUILD_DIR (build-arm)] [TESTDATA (../shared/testdata)]
@@ -36,7 +37,7 @@ rm -f "$dir/host/cp_table.inc.new"
 cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_TOOLCHAIN_FILE="$src/cmake/aarch64-toolchain.cmake" -DEDGEDECODE_CORE_ONLY=ON \
       -DEDGEDECODE_TOK_CP_TABLE="$dir/host/cp_table.inc" -DEDGEDECODE_TESTDATA="$testdata" >/dev/null
-cmake --build "$dir" -j "$jobs" --target edgedecode kernels_parity_test tok_tokenizer_test
+cmake --build "$dir" -j "$jobs" --target edgedecode kernels_parity_test tok_tokenizer_test quant_test gguf_test
 echo "cross_arm_test: built in $((SECONDS - start)) s"
 
 failures=0
@@ -79,8 +80,15 @@ for cpu in max cortex-a53; do
   else
     fail "$cpu: kernels_parity_test"; tail -40 "$log" >&2
   fi
-  QEMU_CPU=$cpu qemu-aarch64 "$dir/src/tok/tok_tokenizer_test" >"$dir/tok-$cpu.log" 2>&1 ||
-    { fail "$cpu: tok_tokenizer_test"; tail -40 "$dir/tok-$cpu.log" >&2; }
+  # The scalar modules' own tests once, on the Armv8.0 CPU (unsigned char, and no newer instruction may
+  # have slipped into the baseline code).
+  if [[ $cpu == cortex-a53 ]]; then
+    for t in tok/tok_tokenizer_test quant/quant_test gguf/gguf_test; do
+      QEMU_CPU=$cpu qemu-aarch64 "$dir/src/$t" >"$dir/unit-$cpu.log" 2>&1 ||
+        { fail "$cpu: ${t#*/}"; tail -40 "$dir/unit-$cpu.log" >&2; continue; }
+      echo "cross_arm_test: $cpu: ${t#*/} passed"
+    done
+  fi
   t0=$SECONDS
   # -v names the kernel each weight type gets.
   vlog=$(ed run -m "$testdata/llm/gguf/stories260K.q8_0-ffn_down_f16.gguf" -p x -n 1 --kernels neon -v 2>&1 >/dev/null) ||
