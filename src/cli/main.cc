@@ -25,9 +25,11 @@ const Command kCommands[] = {
     {"synth", edgedecode::cli::SynthMain, "write a model with random weights in a real architecture shape"},
     {"quantize", edgedecode::cli::QuantizeMain, "re-encode a GGUF model's tensors (f16, q8_0, q4_0, q4_k, ...)"},
     {"convert", edgedecode::cli::ConvertMain, "import a model from another format (llama2c)"},
+#ifndef EDGEDECODE_CORE_ONLY  // the core build (cross to Arm) has no scan or doctor module
     {"scan", edgedecode::cli::ScanMain, "where each node of a model runs on a target device"},
     {"rewrite", edgedecode::cli::RewriteMain, "rewrite an ONNX model for a device (shapes, Resize), verified by ONNX Runtime"},
     {"doctor", edgedecode::cli::DoctorMain, "environment and data checks that expose decode failures"},
+#endif
 };
 
 void PrintHelp(FILE* out) {

@@ -281,7 +281,7 @@ class Parser {
       case ValueType::kFloat32: { float x = 0; ED_RETURN_IF_ERROR(ReadPod(&x, what)); v->f = x; return Status::Ok(); }
       case ValueType::kFloat64: { double x = 0; ED_RETURN_IF_ERROR(ReadPod(&x, what)); v->f = x; return Status::Ok(); }
       case ValueType::kBool: {
-        uint8_t x;
+        uint8_t x = 0;
         ED_RETURN_IF_ERROR(ReadPod(&x, what));
         if (x > 1) return Corrupt(At() + "bool '" + key + "' has value " + std::to_string(x));
         v->u = x;

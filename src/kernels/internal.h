@@ -40,6 +40,17 @@ struct X86Kernels {
 };
 namespace avx2 { const X86Kernels& Kernels(); }
 namespace avx512 { const X86Kernels& Kernels(); }
-namespace neon { MatMulFn Kernel(GgmlType wt); }
+// What each Arm file (arm/neon_kernels.inc, compiled once per variant) provides: neon_dotprod is built
+// with +dotprod (sdot) and used when HWCAP has asimddp; neon is plain Armv8-A Advanced SIMD, which every
+// AArch64 CPU has (Cortex-A53/A72, Raspberry Pi 3/4).
+struct NeonKernels {
+  MatMulFn (*matmul)(GgmlType wt);                                    // nullptr: the type falls back to ref
+  void (*half_to_float)(const uint16_t* h, float* f, int64_t n);
+  void (*dequantize)(GgmlType t, const uint8_t* src, float* y, int64_t nb);  // q8_0, q4_0 blocks
+};
+namespace neon { const NeonKernels& Kernels(); }
+namespace neon_dotprod { const NeonKernels& Kernels(); }
+// The Arm variant in use (HWCAP); false off Arm.
+bool NeonHasDotprod();
 
 }  // namespace edgedecode::kernels::detail

@@ -11,6 +11,12 @@
 
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1 << 1)
+#endif
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
 #endif
 
 namespace edgedecode::kernels {
@@ -26,17 +32,34 @@ const detail::X86Kernels* X86For(Isa isa) {
   return nullptr;
 }
 
+// The Arm table of an ISA, or nullptr: the dotprod build where HWCAP says sdot exists, else plain NEON.
+const detail::NeonKernels* NeonFor(Isa isa) {
+#if defined(__aarch64__)
+  if (isa == Isa::kNeon) return detail::NeonHasDotprod() ? &detail::neon_dotprod::Kernels() : &detail::neon::Kernels();
+#endif
+  (void)isa;
+  return nullptr;
+}
+
 detail::MatMulFn KernelFor(Isa isa, GgmlType wt) {
   if (const detail::X86Kernels* x = X86For(isa)) return x->matmul(wt);
-  switch (isa) {
-#if defined(__aarch64__)
-    case Isa::kNeon: return detail::neon::Kernel(wt);
-#endif
-    default: return nullptr;
-  }
+  if (const detail::NeonKernels* n = NeonFor(isa)) return n->matmul(wt);
+  return nullptr;
 }
 
 }  // namespace
+
+bool detail::NeonHasDotprod() {
+#if defined(__aarch64__) && defined(__linux__)
+  // Read once: the answer cannot change while the process runs.
+  static const bool has = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+  return has;
+#elif defined(__ARM_FEATURE_DOTPROD)
+  return true;  // the baseline of this build has it
+#else
+  return false;
+#endif
+}
 
 const char* IsaName(Isa isa) {
   switch (isa) {
@@ -62,7 +85,12 @@ bool IsaAvailable(Isa isa) {
              __builtin_cpu_supports("avx512vnni");
 #endif
 #if defined(__aarch64__)
-    case Isa::kNeon: return true;  // Advanced SIMD is mandatory on AArch64
+#if defined(__linux__)
+    // Advanced SIMD is part of the AArch64 base; HWCAP still says so where an OS could turn it off.
+    case Isa::kNeon: return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+#else
+    case Isa::kNeon: return true;
+#endif
 #endif
     default: return false;
   }
@@ -191,12 +219,15 @@ void MatMulPackedQ4_0x8(Isa isa, const void* P, int64_t k, int64_t r0, int64_t r
 
 void HalfToFloatRow(Isa isa, const uint16_t* h, float* f, int64_t n) {
   if (const detail::X86Kernels* x = X86For(isa)) return x->half_to_float(h, f, n);
+  if (const detail::NeonKernels* x = NeonFor(isa)) return x->half_to_float(h, f, n);
   for (int64_t i = 0; i < n; ++i) f[i] = quant::HalfToFloat(h[i]);
 }
 
 void DequantizeRow(Isa isa, GgmlType t, const void* src, float* dst, int64_t n) {
-  const detail::X86Kernels* x = X86For(isa);
-  if (x != nullptr && (t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0) && n % 32 == 0)
+  const bool simd = (t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0) && n % 32 == 0;
+  if (const detail::X86Kernels* x = X86For(isa); x != nullptr && simd)
+    return x->dequantize(t, static_cast<const uint8_t*>(src), dst, n / 32);
+  if (const detail::NeonKernels* x = NeonFor(isa); x != nullptr && simd)
     return x->dequantize(t, static_cast<const uint8_t*>(src), dst, n / 32);
   quant::DequantizeRow(t, src, dst, n);
 }
@@ -211,7 +242,8 @@ std::string KernelName(Isa isa, GgmlType wt) {
   switch (isa) {
     case Isa::kAvx2: return "avx2 " + t + act;
     case Isa::kAvx512: return (detail::UsesQ8(wt) ? "avx512-vnni " : "avx512 ") + t + act;
-    case Isa::kNeon: return "neon-dotprod " + t + act;
+    case Isa::kNeon:
+      return (detail::UsesQ8(wt) ? (detail::NeonHasDotprod() ? "neon-dotprod " : "neon-smull ") : "neon ") + t + act;
     default: return t;
   }
 }

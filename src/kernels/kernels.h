@@ -91,13 +91,14 @@ void PackQ4_0x8(const void* W, int64_t rows, int64_t k, void* out);
 void MatMulPackedQ4_0x8(Isa isa, const void* P, int64_t k, int64_t r0, int64_t r1, const Activations& x,
                         float* Y, int64_t ldy);
 
-// n fp16 values to float (exact; F16C on x86 SIMD ISAs). For the attention over an f16 cache.
+// n fp16 values to float (exact; F16C on x86 SIMD ISAs, fcvtl on NEON). For the attention over an f16 cache.
 void HalfToFloatRow(Isa isa, const uint16_t* h, float* f, int64_t n);
 // n elements of a row of type t to float, the values quant::DequantizeRow gives (SIMD for q8_0 and q4_0
-// on x86, the KV cache types; quant::DequantizeRow otherwise).
+// on x86 and NEON, the KV cache types; quant::DequantizeRow otherwise).
 void DequantizeRow(Isa isa, GgmlType t, const void* src, float* dst, int64_t n);
 
-// Which kernel a weight type gets on an ISA (for -v logging), e.g. "avx512-vnni q4_0 x q8_0".
+// Which kernel a weight type gets on an ISA (for -v logging), e.g. "avx512-vnni q4_0 x q8_0"; on Arm
+// "neon-dotprod q4_0 x q8_0" (sdot) or "neon-smull q4_0 x q8_0" (a CPU without dotprod).
 std::string KernelName(Isa isa, GgmlType wt);
 
 }  // namespace edgedecode::kernels

@@ -15,6 +15,9 @@
 //    double accumulation of the reference: |err| <= 1e-5 * sum|w_i * x_i|. f16/bf16 weights take
 //    activations rounded to f16/bf16 first (llama.cpp's vec_dot_type), which moves each x_i by at most
 //    half an ulp: end to end adds 2^-11 (f16) or 2^-8 (bf16) of sum|w_i * x_i|.
+//  * Arm: the sdot build and the plain NEON build (its lanes emulated exactly) must agree bit for bit;
+//    on a CPU with dotprod both are run here, without it the plain one is (under qemu-user for the
+//    cross build: tools/cross_arm_test.sh runs this test on -cpu max and on cortex-a53).
 #include "kernels/kernels.h"
 
 #include <gtest/gtest.h>
@@ -25,6 +28,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/internal.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
 
@@ -289,6 +293,33 @@ TEST(KernelsParity, KvRowConversionsAreExact) {
   }
 }
 
+#if defined(__aarch64__)
+// Both Arm builds on the same problems: outputs bit-identical (and so within the tolerances above
+// whenever one of them is). Needs a CPU with dotprod to call the sdot build at all.
+TEST(KernelsParity, NeonBuildsAreBitIdentical) {
+  if (!detail::NeonHasDotprod()) GTEST_SKIP() << "no dotprod here: the plain NEON build alone is checked";
+  uint32_t seed = 3000;
+  for (GgmlType t : kTypes) {
+    const detail::MatMulFn plain = detail::neon::Kernels().matmul(t);
+    const detail::MatMulFn dot = detail::neon_dotprod::Kernels().matmul(t);
+    ASSERT_TRUE(plain != nullptr && dot != nullptr) << TypeName(static_cast<uint32_t>(t));
+    for (int64_t k : Ks(t)) {
+      for (int64_t m : {1, 3, 8, 11}) {
+        Problem p = Make(t, 13, k, m, seed++);
+        Activations a;
+        a.Prepare(Isa::kNeon, t, p.x.data(), m, k);
+        const size_t rb = RowBytes(t, k);
+        std::vector<float> y0(static_cast<size_t>(m * 13), -1.0f), y1(y0.size(), -2.0f);
+        plain(p.w.data(), rb, k, 0, 13, a, y0.data(), 13);
+        dot(p.w.data(), rb, k, 0, 13, a, y1.data(), 13);
+        ASSERT_EQ(0, std::memcmp(y0.data(), y1.data(), y0.size() * sizeof(float)))
+            << TypeName(static_cast<uint32_t>(t)) << " k=" << k << " m=" << m;
+      }
+    }
+  }
+}
+#endif
+
 TEST(KernelsIsa, Resolve) {
   Result<Isa> a = ResolveIsa("auto");
   ASSERT_TRUE(a.ok());
@@ -308,6 +339,16 @@ TEST(KernelsIsa, Resolve) {
   }
 #if defined(__x86_64__)
   EXPECT_FALSE(IsaAvailable(Isa::kNeon));
+#endif
+#if defined(__aarch64__)
+  EXPECT_TRUE(IsaAvailable(Isa::kNeon));
+  EXPECT_FALSE(IsaAvailable(Isa::kAvx2));
+  EXPECT_EQ(*a, Isa::kNeon);
+  EXPECT_FALSE(CanPackQ4_0x8(Isa::kNeon, 64, 256));  // the packed layout has x86 kernels only
+  // -v says which Arm build the integer types get (HWCAP asimddp), float types neither.
+  const std::string q8 = KernelName(Isa::kNeon, GgmlType::kQ8_0);
+  EXPECT_EQ(q8.rfind(detail::NeonHasDotprod() ? "neon-dotprod " : "neon-smull ", 0), 0u) << q8;
+  EXPECT_EQ(KernelName(Isa::kNeon, GgmlType::kF16).rfind("neon f16", 0), 0u);
 #endif
   for (Isa isa : PresentIsas()) {
     for (GgmlType t : kTypes) {

@@ -1,11 +1,33 @@
 #include "tok/unicode.h"
 
-#include <unicode/uchar.h>
-
+#include <algorithm>
 #include <array>
+
+#ifndef ED_TOK_CP_TABLE
+#include <unicode/uchar.h>
+#endif
 
 namespace edgedecode::tok {
 
+#ifdef ED_TOK_CP_TABLE
+// Built without ICU (the cross build of the core): the classes ICU gives on the build host, as runs of
+// code points written by cp_table_gen.cc from the ICU code below, so both builds classify alike.
+namespace {
+struct CpRun {
+  uint32_t first;
+  uint16_t flags;
+};
+constexpr CpRun kCpRuns[] = {
+#include ED_TOK_CP_TABLE
+};
+}  // namespace
+
+uint16_t CodepointFlags(uint32_t cp) {
+  const auto* it = std::upper_bound(std::begin(kCpRuns), std::end(kCpRuns), cp,
+                                    [](uint32_t c, const CpRun& r) { return c < r.first; });
+  return (it - 1)->flags;  // kCpRuns[0].first == 0
+}
+#else
 uint16_t CodepointFlags(uint32_t cp) {
   uint16_t f = 0;
   switch (u_charType(static_cast<UChar32>(cp))) {
@@ -30,6 +52,7 @@ uint16_t CodepointFlags(uint32_t cp) {
   if (u_isUWhiteSpace(static_cast<UChar32>(cp))) f |= kCpWhitespace;
   return f;
 }
+#endif
 
 size_t Utf8SeqLen(uint8_t lead) {
   // Indexed by the high nibble, like llama.cpp: 0x8-0xB (continuation) count as 1.
