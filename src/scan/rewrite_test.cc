@@ -379,6 +379,39 @@ TEST(RewriteShapes, DynamicInputIsFixedThenTheResizeRewritten) {
   EXPECT_NE(no.steps[0].reason.find("--input-shape"), std::string::npos) << no.steps[0].reason;
 }
 
+TEST(RewriteShapes, Float16InputsAreGeneratedAndCompared) {
+  onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("fp16");
+  auto declare = [](onnx::ValueInfoProto* v, const char* name) {  // float16 [N,4]
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT16);
+    t->mutable_shape()->add_dim()->set_dim_param("N");
+    t->mutable_shape()->add_dim()->set_dim_value(4);
+  };
+  declare(g->add_input(), "X");
+  declare(g->add_output(), "Y");
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type("Relu");
+  n->set_name("relu");
+  n->add_input("X");
+  n->add_output("Y");
+  std::string in = TmpDir() + "/fp16.onnx", out = TmpDir() + "/fp16.out.onnx";
+  std::ofstream(in, std::ios::binary) << m.SerializeAsString();
+  RewriteOptions o;
+  ASSERT_TRUE(ParseInputShape("X=3,4", &o.input_shapes).ok());
+  RewriteReport r = Rewrite(in, out, P("cpu"), o);
+  ASSERT_EQ(r.steps.size(), 1u) << r.ToText();
+  EXPECT_EQ(r.steps[0].status, "applied") << r.ToText();
+  ASSERT_EQ(r.steps[0].check.outputs.size(), 1u);
+  EXPECT_EQ(r.steps[0].check.outputs[0].max_abs_diff, 0.0);
+  EXPECT_GT(r.steps[0].check.outputs[0].max_abs, 0.1);  // decoded from float16 bits, within [0, 1)
+  EXPECT_LT(r.steps[0].check.outputs[0].max_abs, 1.0);
+}
+
 TEST(RewriteMlsd, StaticShapesMakeItGoodOnRk3588AndResizesBecomeConvTranspose) {
   std::string before = ReadAll(kMlsd);
   std::string out = TmpDir() + "/mlsd.rk3588.onnx", out2 = TmpDir() + "/mlsd.rk3588.ct.onnx";
