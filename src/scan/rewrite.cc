@@ -555,6 +555,12 @@ Result<RewriteReport> RewriteModel(const std::string& input, const std::string& 
   if (output.empty()) return InvalidArgument("no output file (-o OUT.onnx)");
   if (SameFile(input, output))
     return InvalidArgument("-o " + output + " is the input file; rewrite never modifies its input, name another output");
+  {
+    std::error_code ec;
+    fs::path dir = fs::path(output).parent_path();
+    if (fs::is_directory(output, ec)) return InvalidArgument("-o " + output + " is a directory; name the output file");
+    if (!dir.empty() && !fs::is_directory(dir, ec)) return InvalidArgument("-o " + output + ": directory " + dir.string() + " does not exist");
+  }
   ED_ASSIGN_OR_RETURN(std::unique_ptr<onnx::ModelProto> raw, ReadModelProto(input));
   for (const auto& t : raw->graph().initializer())
     if (t.data_location() == onnx::TensorProto::EXTERNAL)
@@ -581,6 +587,18 @@ Result<RewriteReport> RewriteModel(const std::string& input, const std::string& 
   report.after = cur->scan;
   report.after.model = output;
   if (report.Count("applied") && !opts.dry_run) {
+    // Say in the file what was done to it (metadata does not change what the model computes).
+    std::string done;
+    for (const auto& st : report.steps)
+      if (st.status == "applied")
+        done += (done.empty() ? "" : "; ") + st.rewrite + (st.node.empty() ? "" : " " + st.node) + " (max abs diff " +
+                Num(std::max(st.check.MaxDiff(false), st.check.MaxDiff(true))) + ")";
+    onnx::ModelProto& out = cur->model->mutable_proto();
+    onnx::StringStringEntryProto* meta = nullptr;
+    for (auto& kv : *out.mutable_metadata_props()) if (kv.key() == "edgedecode_rewrite") meta = &kv;
+    if (!meta) { meta = out.add_metadata_props(); meta->set_key("edgedecode_rewrite"); }
+    meta->set_value((meta->value().empty() ? "" : meta->value() + "; ") + done + "; checked by ONNX Runtime against " +
+                    fs::path(input).filename().string() + ", tolerance " + Num(opts.tolerance));
     // Write beside the target and rename, so a failure never leaves half a model under the output name.
     std::string tmp = output + ".tmp-" + std::to_string(::getpid());
     ED_RETURN_IF_ERROR(WriteProto(cur->model->proto(), tmp).WithContext("writing the rewritten model"));

@@ -92,6 +92,8 @@ TEST(RewriteBroken, BadOptionsExit2AndTheInputIsUntouched) {
   EXPECT_NE(rank.second.find("rank"), std::string::npos) << rank.second;
   EXPECT_EQ(RunCli({in, "-o", out, "--target", "rk3588-npu", "--no-such-flag"}).first, 2);
   EXPECT_EQ(RunCli({in, "-o", out, "--target", "rk3588-npu", "--input-range", "1,0"}).first, 2);
+  EXPECT_EQ(RunCli({in, "-o", TmpDir() + "/no/such/dir/out.onnx", "--target", "rk3588-npu"}).first, 2);
+  EXPECT_EQ(RunCli({in, "-o", TmpDir(), "--target", "rk3588-npu"}).first, 2);
   EXPECT_EQ(RunCli({in, "-o", out, "--target", "rk3588-npu", "--input-range", "0;1"}).first, 2);
   EXPECT_FALSE(fs::exists(out));
   EXPECT_EQ(ReadAll(in), before);
