@@ -333,14 +333,14 @@ void Suggest(const OnnxModel& m, const Profile& p, ScanReport* r) {
         "(static-shapes) folds those computations into constants, checked with ONNX Runtime");
   for (const NodeResult& n : r->nodes) {
     if (n.placement != Placement::kCpu) continue;
-    if (n.op_type == "Resize" && n.reason == "attribute_not_supported" && n.detail.find("linear") != std::string::npos) {
+    if (n.op_type == "Resize" && n.reason == "attribute_not_supported" && n.detail.rfind("mode=linear", 0) == 0) {
       if (has_op("ConvTranspose"))
         add("Resize mode=linear (" + n.name + ", ...): with an integer scale s it equals a depthwise ConvTranspose (group=C, stride s, kernel 2s or 2s-1, fixed bilinear weights) after repeating the border; `edgedecode rewrite` applies it (resize-to-convtranspose) and verifies with ONNX Runtime");
       else
         add("Resize mode=linear (" + n.name + "): the profile has no ConvTranspose; with an integer scale it equals Resize nearest + a depthwise box Conv (and a crop); `edgedecode rewrite` applies it (resize-to-nearest-conv) and verifies with ONNX Runtime");
     }
-    if (n.op_type == "Resize" && n.reason == "attribute_not_supported" && n.detail.find("nearest") != std::string::npos)
-      add("Resize mode=nearest (" + n.name + "): this device has only bilinear resize; a nearest upsample by integer s is a depthwise ConvTranspose with a box kernel");
+    if (n.op_type == "Resize" && n.reason == "attribute_not_supported" && n.detail.rfind("mode=nearest", 0) == 0)
+      add("Resize mode=nearest (" + n.name + "): this device has only bilinear resize; a nearest upsample by integer s is a depthwise ConvTranspose with a box kernel of ones (bit-exact); `edgedecode rewrite` applies it (resize-nearest-to-convtranspose)");
     if (n.reason == "dtype_not_supported" && n.detail.find("float") != std::string::npos)
       add("float tensors on an integer-only device: quantize the model to int8 (post-training quantization), or rescan with --quantized to see the placement after quantization");
     if (n.reason == "custom_domain")
