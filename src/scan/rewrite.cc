@@ -29,6 +29,7 @@ const std::vector<RewriteInfo>& Rewrites() {
       {"static-shapes", "fold shape computations of static tensors (Shape, Slice, Concat, ... -> Resize sizes, Pad pads) into initializers, values read from ONNX Runtime, so downstream shapes become static"},
       {"resize-to-convtranspose", "Resize linear (bilinear) with integer scale s on NCHW (half_pixel, pytorch_half_pixel, asymmetric) -> border repeat (Pad edge or Slice+Concat) + depthwise ConvTranspose, stride s, fixed bilinear kernel"},
       {"resize-to-nearest-conv", "Resize linear with integer scale s -> border repeat + Resize nearest + depthwise box Conv + crop, for profiles without a usable ConvTranspose"},
+      {"resize-nearest-to-convtranspose", "Resize nearest with integer scale s (modes that pick x[floor(o/s)]) -> depthwise ConvTranspose, stride s, kernel of ones (bit-exact), for profiles without nearest Resize"},
   };
   return k;
 }
@@ -413,8 +414,7 @@ Status FixInputShape(Session& s, std::unique_ptr<Candidate>& cur, RewriteReport*
 Status ResizeRewrites(Session& s, std::unique_ptr<Candidate>& cur, RewriteReport* report) {
   const char* kConvT = "resize-to-convtranspose";
   const char* kNearest = "resize-to-nearest-conv";
-  if (!s.Selected(kConvT) && !s.Selected(kNearest)) return Status::Ok();
-  bool asked = s.Explicit(kConvT) || s.Explicit(kNearest);
+  const char* kBox = "resize-nearest-to-convtranspose";
   std::vector<std::string> resizes;  // by output name: node positions move as the graph changes
   for (int ni : cur->model->graphs()[0].nodes) {
     const Node& n = cur->model->nodes()[ni];
@@ -424,39 +424,48 @@ Status ResizeRewrites(Session& s, std::unique_ptr<Candidate>& cur, RewriteReport
     const Node* node = nullptr;
     for (const Node& n : cur->model->nodes()) if (n.graph == 0 && !n.outputs.empty() && n.outputs[0] == out) node = &n;
     if (!node) continue;
+    const onnx::AttributeProto* mode = rw::FindAttr(*node->proto, "mode");
+    bool nearest = !mode || mode->s() == "nearest";
+    std::vector<const char*> names;  // the rewrites for this Resize, in order of preference
+    for (const char* r : nearest ? std::vector<const char*>{kBox} : std::vector<const char*>{kConvT, kNearest})
+      if (s.Selected(r)) names.push_back(r);
+    if (names.empty()) continue;
+    bool asked = std::any_of(names.begin(), names.end(), [&](const char* r) { return s.Explicit(r); });
     const NodeResult* placed = ScanNode(cur->scan, node->name);
     bool fallback = placed && placed->placement == Placement::kCpu;
     if (!fallback && !asked) continue;  // already on the accelerator: nothing to gain
-    std::string first = s.Selected(kConvT) ? kConvT : kNearest;
     auto plan = rw::PlanResize(*cur->model, *node);
     if (!plan.ok()) {
-      report->steps.push_back({first, node->name, "refused", "", plan.status().message(), false, {}});
+      report->steps.push_back({names[0], node->name, "refused", "", plan.status().message(), false, {}});
       continue;
     }
     std::string unplaced;
     bool done = false, verified_any = false;
-    for (const char* rewrite : {kConvT, kNearest}) {
-      if (!s.Selected(rewrite) || done) continue;
+    for (const char* rewrite : names) {
+      if (done) break;
       bool tried_one = false;
       for (rw::EdgeMethod edge : {rw::EdgeMethod::kPadEdge, rw::EdgeMethod::kSliceConcat}) {
-        if (tried_one) break;
+        if (tried_one || (nearest && edge == rw::EdgeMethod::kSliceConcat)) break;  // the box needs no border
         onnx::ModelProto next = cur->model->proto();
         bool brk = s.opts().break_rewrite == rewrite;
-        rw::Replacement rep = std::string(rewrite) == kConvT ? rw::ResizeToConvTranspose(&next, plan.value(), edge, brk)
-                                                              : rw::ResizeToNearestConv(&next, plan.value(), edge, brk);
+        std::string r = rewrite;
+        rw::Replacement rep = r == kBox     ? rw::NearestToConvTranspose(&next, plan.value(), brk)
+                              : r == kConvT ? rw::ResizeToConvTranspose(&next, plan.value(), edge, brk)
+                                            : rw::ResizeToNearestConv(&next, plan.value(), edge, brk);
         ED_ASSIGN_OR_RETURN(Candidate c, s.Make(std::move(next)));
         // Every new node must run on the accelerator, else the rewrite only moves the fallback.
         std::string off;
         for (const auto& name : rep.nodes) {
-          const NodeResult* r = ScanNode(c.scan, name);
-          if (r && r->placement == Placement::kCpu) { off = r->op_type + " " + r->detail; break; }
+          const NodeResult* nr = ScanNode(c.scan, name);
+          if (nr && nr->placement == Placement::kCpu) { off = nr->op_type + " " + nr->detail; break; }
         }
         if (!off.empty()) {
-          unplaced += (unplaced.empty() ? "" : "; ") + std::string(rewrite) + (edge == rw::EdgeMethod::kPadEdge ? " (Pad edge)" : " (Slice+Concat)") + ": " + off;
+          unplaced += (unplaced.empty() ? "" : "; ") + r +
+                      (nearest ? "" : edge == rw::EdgeMethod::kPadEdge ? " (Pad edge)" : " (Slice+Concat)") + ": " + off;
           continue;
         }
         tried_one = verified_any = true;
-        RewriteStep step{rewrite, node->name, "", rep.what, "", false, {}};
+        RewriteStep step{r, node->name, "", rep.what, "", false, {}};
         ED_ASSIGN_OR_RETURN(bool keep, Check(s, c, &step, {plan.value().y}));
         report->steps.push_back(step);
         if (keep) {
@@ -466,7 +475,7 @@ Status ResizeRewrites(Session& s, std::unique_ptr<Candidate>& cur, RewriteReport
       }
     }
     if (!done && !verified_any && !unplaced.empty())
-      report->steps.push_back({first, node->name, asked ? "refused" : "skipped", "",
+      report->steps.push_back({names[0], node->name, asked ? "refused" : "skipped", "",
                                "on " + s.profile().name + " the replacement would fall back to the CPU: " + unplaced, false, {}});
   }
   return Status::Ok();
@@ -555,6 +564,12 @@ Result<RewriteReport> RewriteModel(const std::string& input, const std::string& 
   if (output.empty()) return InvalidArgument("no output file (-o OUT.onnx)");
   if (SameFile(input, output))
     return InvalidArgument("-o " + output + " is the input file; rewrite never modifies its input, name another output");
+  {
+    std::error_code ec;
+    fs::path dir = fs::path(output).parent_path();
+    if (fs::is_directory(output, ec)) return InvalidArgument("-o " + output + " is a directory; name the output file");
+    if (!dir.empty() && !fs::is_directory(dir, ec)) return InvalidArgument("-o " + output + ": directory " + dir.string() + " does not exist");
+  }
   ED_ASSIGN_OR_RETURN(std::unique_ptr<onnx::ModelProto> raw, ReadModelProto(input));
   for (const auto& t : raw->graph().initializer())
     if (t.data_location() == onnx::TensorProto::EXTERNAL)
@@ -581,6 +596,18 @@ Result<RewriteReport> RewriteModel(const std::string& input, const std::string& 
   report.after = cur->scan;
   report.after.model = output;
   if (report.Count("applied") && !opts.dry_run) {
+    // Say in the file what was done to it (metadata does not change what the model computes).
+    std::string done;
+    for (const auto& st : report.steps)
+      if (st.status == "applied")
+        done += (done.empty() ? "" : "; ") + st.rewrite + (st.node.empty() ? "" : " " + st.node) + " (max abs diff " +
+                Num(std::max(st.check.MaxDiff(false), st.check.MaxDiff(true))) + ")";
+    onnx::ModelProto& out = cur->model->mutable_proto();
+    onnx::StringStringEntryProto* meta = nullptr;
+    for (auto& kv : *out.mutable_metadata_props()) if (kv.key() == "edgedecode_rewrite") meta = &kv;
+    if (!meta) { meta = out.add_metadata_props(); meta->set_key("edgedecode_rewrite"); }
+    meta->set_value((meta->value().empty() ? "" : meta->value() + "; ") + done + "; checked by ONNX Runtime against " +
+                    fs::path(input).filename().string() + ", tolerance " + Num(opts.tolerance));
     // Write beside the target and rename, so a failure never leaves half a model under the output name.
     std::string tmp = output + ".tmp-" + std::to_string(::getpid());
     ED_RETURN_IF_ERROR(WriteProto(cur->model->proto(), tmp).WithContext("writing the rewritten model"));

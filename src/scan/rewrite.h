@@ -8,6 +8,8 @@
 //                            stride s, fixed bilinear kernel
 //   resize-to-nearest-conv   Resize linear, integer scale s -> (edge padding +) Resize nearest + depthwise
 //                            box Conv + crop, for profiles without a usable ConvTranspose
+//   resize-nearest-to-convtranspose  Resize nearest, integer scale s -> depthwise ConvTranspose with a box
+//                            of ones (bit-exact), for profiles without nearest Resize
 //
 // Ownership: RewriteModel reads the input file, writes only the output file (atomically, via a temporary
 // file beside it) and its own temporary directory; the report is a plain value. Not reentrant with the same

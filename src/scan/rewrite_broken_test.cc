@@ -65,7 +65,9 @@ TEST(RewriteBroken, BadModelsExit3NamingTheFile) {
     auto [rc, err] = RunCli({c.file, "-o", out, "--target", "rk3588-npu"});
     EXPECT_EQ(rc, c.file == TmpDir() ? 2 : 3) << c.file << ": " << err;
     EXPECT_NE(err.find(c.file), std::string::npos) << err;
-    if (!c.expect.empty()) EXPECT_NE(err.find(c.expect), std::string::npos) << err;
+    if (!c.expect.empty()) {
+      EXPECT_NE(err.find(c.expect), std::string::npos) << err;
+    }
     EXPECT_FALSE(fs::exists(out)) << c.file;
   }
 }
@@ -89,6 +91,10 @@ TEST(RewriteBroken, BadOptionsExit2AndTheInputIsUntouched) {
   EXPECT_EQ(rank.first, 2);
   EXPECT_NE(rank.second.find("rank"), std::string::npos) << rank.second;
   EXPECT_EQ(RunCli({in, "-o", out, "--target", "rk3588-npu", "--no-such-flag"}).first, 2);
+  EXPECT_EQ(RunCli({in, "-o", out, "--target", "rk3588-npu", "--input-range", "1,0"}).first, 2);
+  EXPECT_EQ(RunCli({in, "-o", TmpDir() + "/no/such/dir/out.onnx", "--target", "rk3588-npu"}).first, 2);
+  EXPECT_EQ(RunCli({in, "-o", TmpDir(), "--target", "rk3588-npu"}).first, 2);
+  EXPECT_EQ(RunCli({in, "-o", out, "--target", "rk3588-npu", "--input-range", "0;1"}).first, 2);
   EXPECT_FALSE(fs::exists(out));
   EXPECT_EQ(ReadAll(in), before);
   std::error_code ec;

@@ -6,6 +6,7 @@
 // model; 4 the ONNX Runtime oracle is missing or failed.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "cli/commands.h"
@@ -36,6 +37,8 @@ int RewriteMain(int argc, char** argv) {
   app.add_option("--json", json_out, "write the report as JSON to FILE ('-' = stdout; the text then goes to stderr)");
   app.add_option("--tolerance", opts.tolerance, "max abs diff allowed on every output (default 1e-4)");
   app.add_option("--seed", opts.oracle.seed, "seed of the random inputs (default 1)");
+  std::string range;
+  app.add_option("--input-range", range, "LO,HI: random float inputs uniform in [LO, HI) (default -1,1; e.g. 0,255 for raw pixels)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -58,6 +61,19 @@ int RewriteMain(int argc, char** argv) {
   for (const auto& s : shapes) {
     Status st = scan::ParseInputShape(s, &opts.input_shapes);
     if (!st.ok()) { std::fprintf(stderr, "edgedecode rewrite: %s\n", st.message().c_str()); return 2; }
+  }
+  if (!range.empty()) {
+    size_t comma = range.find(',');
+    char* end1 = nullptr;
+    char* end2 = nullptr;
+    if (comma != std::string::npos) {
+      opts.oracle.lo = std::strtod(range.c_str(), &end1);
+      opts.oracle.hi = std::strtod(range.c_str() + comma + 1, &end2);
+    }
+    if (comma == std::string::npos || end1 != range.c_str() + comma || *end2 != '\0' || !(opts.oracle.lo < opts.oracle.hi)) {
+      std::fprintf(stderr, "edgedecode rewrite: --input-range '%s': expected LO,HI with LO < HI\n", range.c_str());
+      return 2;
+    }
   }
   opts.only = only;
   opts.dry_run = dry_run;

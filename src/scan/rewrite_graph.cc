@@ -229,16 +229,33 @@ Result<ResizePlan> PlanResize(const OnnxModel& m, const Node& n) {
     return a ? a->s() : dflt;
   };
   std::string mode = str_attr("mode", "nearest");
-  if (mode != "linear") return Unsupported("mode=" + mode + " (only linear, i.e. bilinear on NCHW, is rewritten)");
   std::string ct = n.opset >= 11 ? str_attr("coordinate_transformation_mode", "half_pixel") : "asymmetric";
   ResizePlan p;
   p.node = n.name;
   p.mode_text = ct;
-  if (ct == "half_pixel" || ct == "pytorch_half_pixel") p.half_pixel = true;
-  else if (ct == "asymmetric") p.half_pixel = false;
-  else if (ct == "align_corners")
+  p.nearest = mode == "nearest";
+  if (p.nearest) {
+    // For an integer s, these pick x[floor(o/s)]: asymmetric o/s floored, tf_half_pixel_for_nn (o+0.5)/s
+    // floored, and half_pixel's (o+0.5)/s-0.5 rounded (it stays within half a pixel of floor(o/s), no ties).
+    std::string nm = str_attr("nearest_mode", "round_prefer_floor");
+    bool round = nm == "round_prefer_floor" || nm == "round_prefer_ceil";
+    if (n.opset < 11) return Unsupported("nearest Resize at opset 10 is not rewritten");
+    if (!((ct == "asymmetric" && nm == "floor") || (ct == "tf_half_pixel_for_nn" && nm == "floor") ||
+          ((ct == "half_pixel" || ct == "pytorch_half_pixel") && round)))
+      return Unsupported("mode=nearest with coordinate_transformation_mode=" + ct + ", nearest_mode=" + nm +
+                         " does not pick input floor(o/s) for every output o, so it is no box upsampling");
+    p.mode_text = ct + ", " + nm;
+  } else if (mode != "linear") {
+    return Unsupported("mode=" + mode + " (only linear and nearest are rewritten)");
+  } else if (ct == "half_pixel" || ct == "pytorch_half_pixel") {
+    p.half_pixel = true;
+  } else if (ct == "asymmetric") {
+    p.half_pixel = false;
+  } else if (ct == "align_corners") {
     return Unsupported("coordinate_transformation_mode=align_corners: its sample grid (W-1)/(sW-1) is not periodic, so no fixed stride-s kernel reproduces it");
-  else return Unsupported("coordinate_transformation_mode=" + ct + " is not rewritten");
+  } else {
+    return Unsupported("coordinate_transformation_mode=" + ct + " is not rewritten");
+  }
   if (FindAttr(np, "axes")) return Unsupported("the axes attribute (opset 18) is not rewritten");
   if (n.inputs.empty() || n.outputs.empty()) return Unsupported("no input or output");
   p.x = n.inputs[0];
@@ -389,7 +406,7 @@ class Builder {
 };
 
 std::string Describe(const ResizePlan& p) {
-  return "Resize linear " + p.mode_text + " x" + std::to_string(p.sh) + (p.sh == p.sw ? "" : "/x" + std::to_string(p.sw)) +
+  return std::string(p.nearest ? "Resize nearest " : "Resize linear ") + p.mode_text + " x" + std::to_string(p.sh) + (p.sh == p.sw ? "" : "/x" + std::to_string(p.sw)) +
          " on " + Dims({p.n, p.c, p.h, p.w});
 }
 
@@ -413,6 +430,21 @@ Replacement ResizeToConvTranspose(onnx::ModelProto* model, const ResizePlan& p, 
           std::to_string(p.sh) + "x" + std::to_string(p.sw) + ", pads " + std::to_string(kh.pad_begin) + "/" +
           std::to_string(kw.pad_begin) + ", fixed bilinear weights)";
   return b.Finish(what);
+}
+
+Replacement NearestToConvTranspose(onnx::ModelProto* model, const ResizePlan& p, bool break_kernel) {
+  // y[o] = x[floor(o/s)]: stride s, an s x s kernel of ones, no pads; each output gets exactly one product
+  // 1*x, so the result is bit-identical to the Resize.
+  Builder b(model, p);
+  Kernel1D kh, kw;
+  kh.w.assign(p.sh, 1.f);
+  kw.w.assign(p.sw, 1.f);
+  onnx::NodeProto* ct = b.Add("ConvTranspose", "box_convtranspose", {p.x, b.Weights(kh, kw, break_kernel)}, p.y);
+  Builder::Int(ct, "group", p.c);
+  Builder::Ints(ct, "kernel_shape", {p.sh, p.sw});
+  Builder::Ints(ct, "strides", {p.sh, p.sw});
+  return b.Finish(Describe(p) + " -> depthwise ConvTranspose (group " + std::to_string(p.c) + ", kernel " + KernelText(kh, kw) +
+                  " of ones, stride " + std::to_string(p.sh) + "x" + std::to_string(p.sw) + ")");
 }
 
 Replacement ResizeToNearestConv(onnx::ModelProto* model, const ResizePlan& p, EdgeMethod edge, bool break_kernel) {

@@ -61,14 +61,16 @@ struct Kernel1D {
 };
 Kernel1D BilinearKernel(int64_t s, bool half_pixel, bool transpose);
 
-// A Resize that one of the rewrites can replace: NCHW float32, mode=linear, integer scales on H and W.
+// A Resize that one of the rewrites can replace: NCHW float32, mode=linear (or nearest in a mode that picks
+// x[floor(o/s)]), integer scales on H and W.
 struct ResizePlan {
   std::string node, x, y;            // node name, input and output values
   int position = -1;                 // in the main graph
   int32_t elem_type = 0;
   int64_t n = 0, c = 0, h = 0, w = 0, sh = 1, sw = 1;
-  bool half_pixel = true;
-  std::string mode_text;             // "half_pixel" / "pytorch_half_pixel" / "asymmetric"
+  bool half_pixel = true;            // linear: half_pixel / pytorch_half_pixel (else asymmetric)
+  bool nearest = false;              // mode=nearest
+  std::string mode_text;             // coordinate_transformation_mode (and nearest_mode)
 };
 // kUnsupported (with the reason) when the node cannot be rewritten.
 Result<ResizePlan> PlanResize(const OnnxModel& m, const Node& n);
@@ -82,5 +84,7 @@ struct Replacement {
 // perturbs one weight so that verification must fail.
 Replacement ResizeToConvTranspose(onnx::ModelProto* model, const ResizePlan& p, EdgeMethod edge, bool break_kernel);
 Replacement ResizeToNearestConv(onnx::ModelProto* model, const ResizePlan& p, EdgeMethod edge, bool break_kernel);
+// Resize nearest (p.nearest) -> depthwise ConvTranspose with a box of ones: bit-exact.
+Replacement NearestToConvTranspose(onnx::ModelProto* model, const ResizePlan& p, bool break_kernel);
 
 }  // namespace edgedecode::scan::rw

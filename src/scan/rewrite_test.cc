@@ -85,6 +85,8 @@ struct ResizeSpec {
   int64_t sh = 2, sw = 2;
   std::string ct = "half_pixel";
   bool sizes = false;  // give sizes instead of scales
+  std::string mode = "linear";
+  std::string nearest_mode;  // "" = attribute absent
 };
 
 // X -> Resize(linear) -> R -> Sigmoid -> Y: R is a tensor inside the model, checked locally by rewrite.
@@ -129,8 +131,9 @@ std::string ResizeModel(const std::string& name, const ResizeSpec& s) {
     a->set_type(onnx::AttributeProto::STRING);
     a->set_s(v);
   };
-  attr("mode", "linear");
+  attr("mode", s.mode);
   if (s.opset >= 11) attr("coordinate_transformation_mode", s.ct);
+  if (!s.nearest_mode.empty()) attr("nearest_mode", s.nearest_mode);
   onnx::NodeProto* sg = g->add_node();
   sg->set_op_type("Sigmoid");
   sg->set_name("sigmoid");
@@ -238,6 +241,8 @@ TEST(RewriteResize, EachRewriteScaleAndCoordinateModeVerifies) {
   for (const char* rewrite : {"resize-to-convtranspose", "resize-to-nearest-conv"})
     for (int64_t s : {2, 3})
       for (const char* ct : {"half_pixel", "pytorch_half_pixel", "asymmetric"}) {
+        // pytorch_half_pixel builds the same kernels as half_pixel: once per rewrite is enough.
+        if (std::string(ct) == "pytorch_half_pixel" && (s == 3) != (std::string(rewrite) == "resize-to-nearest-conv")) continue;
         ResizeSpec spec;
         spec.sh = spec.sw = s;
         spec.ct = ct;
@@ -255,6 +260,47 @@ TEST(RewriteResize, EachRewriteScaleAndCoordinateModeVerifies) {
         EXPECT_EQ(Ops(out, "Resize"), std::string(rewrite) == "resize-to-nearest-conv" ? 1 : 0) << tag;
         EXPECT_EQ(Ops(out, std::string(rewrite) == "resize-to-nearest-conv" ? "Conv" : "ConvTranspose"), 1) << tag;
       }
+}
+
+TEST(RewriteResize, NearestBecomesABoxConvTransposeBitExactly) {
+  struct Case { int64_t s; const char* ct; const char* nm; };
+  for (const Case& k : {Case{2, "asymmetric", "floor"}, Case{3, "asymmetric", "floor"}, Case{2, "half_pixel", ""},
+                        Case{3, "pytorch_half_pixel", "round_prefer_ceil"}, Case{2, "tf_half_pixel_for_nn", "floor"}}) {
+    ResizeSpec spec;
+    spec.mode = "nearest";
+    spec.sh = spec.sw = k.s;
+    spec.ct = k.ct;
+    spec.nearest_mode = k.nm;  // "" = the default, round_prefer_floor
+    std::string tag = std::string("nearest_") + std::to_string(k.s) + "_" + k.ct + "_" + k.nm;
+    std::string in = ResizeModel(tag + ".onnx", spec), out = TmpDir() + "/" + tag + ".out.onnx";
+    RewriteOptions o;
+    o.only = {"resize-nearest-to-convtranspose"};
+    RewriteReport r = Rewrite(in, out, P("cpu"), o);
+    ASSERT_EQ(r.steps.size(), 1u) << tag << "\n" << r.ToText();
+    EXPECT_EQ(r.steps[0].status, "applied") << tag << "\n" << r.ToText();
+    EXPECT_EQ(r.steps[0].check.MaxDiff(false), 0.0) << tag;  // one product 1*x per output
+    EXPECT_EQ(r.steps[0].check.MaxDiff(true), 0.0) << tag;
+    EXPECT_EQ(Ops(out, "ConvTranspose"), 1) << tag;
+    EXPECT_EQ(Ops(out, "Resize"), 0) << tag;
+  }
+  // asymmetric with rounding picks floor(o/s + 1/2) for some outputs: not a box, refused.
+  ResizeSpec round;
+  round.mode = "nearest";
+  round.ct = "asymmetric";
+  round.nearest_mode = "round_prefer_floor";
+  RewriteOptions o;
+  o.only = {"resize-nearest-to-convtranspose"};
+  RewriteReport r = Rewrite(ResizeModel("nearest_round.onnx", round), TmpDir() + "/nearest_round.out.onnx", P("cpu"), o);
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(r.steps[0].status, "refused");
+  EXPECT_NE(r.steps[0].reason.find("no box upsampling"), std::string::npos) << r.steps[0].reason;
+  // FastestDet's nearest upsample on the TFLite GPU delegate (bilinear only): chosen without --only.
+  std::string fd = kData + "/models/onnx/ortx/ppp_vision__FastestDet.onnx";
+  RewriteReport f = Rewrite(fd, TmpDir() + "/fastestdet.gpu.onnx", P("mobile-gpu-tflite"));
+  ASSERT_EQ(f.Count("applied"), 1) << f.ToText();
+  EXPECT_EQ(f.steps.back().rewrite, "resize-nearest-to-convtranspose");
+  EXPECT_EQ(f.steps.back().check.MaxDiff(false), 0.0);
+  EXPECT_EQ(f.after.n_cpu, f.before.n_cpu - 1);
 }
 
 TEST(RewriteResize, UnequalScalesSizesInputAndOpset10) {
@@ -377,6 +423,39 @@ TEST(RewriteShapes, DynamicInputIsFixedThenTheResizeRewritten) {
   ASSERT_EQ(no.steps.size(), 1u) << no.ToText();
   EXPECT_EQ(no.steps[0].status, "refused");
   EXPECT_NE(no.steps[0].reason.find("--input-shape"), std::string::npos) << no.steps[0].reason;
+}
+
+TEST(RewriteShapes, Float16InputsAreGeneratedAndCompared) {
+  onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("fp16");
+  auto declare = [](onnx::ValueInfoProto* v, const char* name) {  // float16 [N,4]
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT16);
+    t->mutable_shape()->add_dim()->set_dim_param("N");
+    t->mutable_shape()->add_dim()->set_dim_value(4);
+  };
+  declare(g->add_input(), "X");
+  declare(g->add_output(), "Y");
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type("Relu");
+  n->set_name("relu");
+  n->add_input("X");
+  n->add_output("Y");
+  std::string in = TmpDir() + "/fp16.onnx", out = TmpDir() + "/fp16.out.onnx";
+  std::ofstream(in, std::ios::binary) << m.SerializeAsString();
+  RewriteOptions o;
+  ASSERT_TRUE(ParseInputShape("X=3,4", &o.input_shapes).ok());
+  RewriteReport r = Rewrite(in, out, P("cpu"), o);
+  ASSERT_EQ(r.steps.size(), 1u) << r.ToText();
+  EXPECT_EQ(r.steps[0].status, "applied") << r.ToText();
+  ASSERT_EQ(r.steps[0].check.outputs.size(), 1u);
+  EXPECT_EQ(r.steps[0].check.outputs[0].max_abs_diff, 0.0);
+  EXPECT_GT(r.steps[0].check.outputs[0].max_abs, 0.1);  // decoded from float16 bits, within [0, 1)
+  EXPECT_LT(r.steps[0].check.outputs[0].max_abs, 1.0);
 }
 
 TEST(RewriteMlsd, StaticShapesMakeItGoodOnRk3588AndResizesBecomeConvTranspose) {

@@ -12,6 +12,8 @@
 #include <numeric>
 #include <set>
 
+#include "scan/patterns.h"
+
 namespace edgedecode::scan {
 
 namespace fs = std::filesystem;
@@ -233,6 +235,85 @@ std::string Mib(int64_t b) {
 
 int Find(std::vector<int>& p, int x) { return p[x] == x ? x : p[x] = Find(p, p[x]); }
 
+std::string JoinSet(const std::set<std::string>& s) {
+  std::string o;
+  for (const auto& x : s) o += (o.empty() ? "" : ", ") + x;
+  return o;
+}
+
+// Decomposed LayerNorm / GELU -> the fused op where the device has it; fused op -> its decomposition (or,
+// for GELU without Erf, an approximation) where it has not. One suggestion per kind, naming where.
+template <typename AddFn, typename HasFn>
+void SuggestPatterns(const OnnxModel& m, const Profile& p, ScanReport* r, AddFn& add, HasFn& has_op) {
+  std::map<std::string, const NodeResult*> by_name;
+  for (const auto& n : r->nodes) by_name[n.name] = &n;
+  struct Group {
+    std::vector<const OpPattern*> list;
+    std::set<std::string> cpu_ops;  // op types of pattern nodes the device does not have
+    bool affine = false;
+  };
+  std::vector<OpPattern> patterns = FindOpPatterns(m);
+  std::map<std::pair<std::string, bool>, Group> groups;
+  for (const auto& pt : patterns) {
+    Group& g = groups[{pt.kind, pt.fused}];
+    g.list.push_back(&pt);
+    g.affine |= pt.nodes.size() == 9;
+    for (size_t i = 0; i < pt.nodes.size(); ++i) {
+      auto it = by_name.find(pt.nodes[i]);
+      // Only ops the device does not have: dtype or shape fallbacks have their own suggestions.
+      const std::string& why = it == by_name.end() ? std::string() : it->second->reason;
+      if (why == "op_not_supported" || why == "unknown_op" || why == "custom_domain") g.cpu_ops.insert(pt.ops[i]);
+    }
+  }
+  bool ms_gelu = p.ops.contains("com.microsoft") && p.ops["com.microsoft"].contains("Gelu");
+  std::string gelu_approx;
+  if (has_op("Tanh") && has_op("Mul") && has_op("Add"))
+    gelu_approx += "; 0.5x(1+tanh(0.79788(x+0.044715x^3))) uses Tanh, Mul and Add, which it runs, and is within 4.7e-4 of exact GELU";
+  if (has_op("Sigmoid") && has_op("Mul"))
+    gelu_approx += "; x*sigmoid(1.702x) (Sigmoid, Mul) is within 2.0e-2";
+  gelu_approx += gelu_approx.empty() ? "; keep it on the CPU" : " (either changes the model's function: re-check its accuracy)";
+  for (const auto& [key, g] : groups) {
+    const auto& [kind, fused] = key;
+    std::string at;
+    for (size_t i = 0; i < g.list.size() && i < 3; ++i) at += (i ? ", " : "") + g.list[i]->nodes[0];
+    if (g.list.size() > 3) at += ", ...";
+    std::string count = std::to_string(g.list.size()) + " ";
+    if (kind == "layernorm" && !fused) {
+      std::string shape = std::string("ReduceMean-Sub-Pow-ReduceMean-Add-Sqrt-Div") + (g.affine ? "-Mul-Add" : "");
+      if (has_op("LayerNormalization")) {
+        int64_t opset = m.opset("");
+        add(count + "decomposed LayerNorm (" + shape + " from " + at + "): fuse each into one LayerNormalization, which the device has" +
+            (opset < 17 ? "; ai.onnx has it from opset 17 and the model imports opset " + std::to_string(opset) + ", so export at opset >= 17" : ""));
+      } else if (!g.cpu_ops.empty()) {
+        std::string alt;
+        if (g.cpu_ops.count("ReduceMean") && has_op("MatMul")) alt += "; a mean over the last axis is a MatMul by a constant column of 1/N";
+        if (g.cpu_ops.count("Pow") && has_op("Mul")) alt += "; Pow(d, 2) is Mul(d, d)";
+        if (g.cpu_ops.count("Sqrt") || g.cpu_ops.count("Div"))
+          alt += has_op("Pow") && has_op("Mul") ? "; 1/sqrt(v + eps) is Pow(v + eps, -0.5) and a Mul"
+                                                : "; without Sqrt/Div (or Pow) the device cannot normalise: keep each norm on the CPU, at a partition boundary";
+        add(count + "decomposed LayerNorm (" + shape + " from " + at + "): the device lacks LayerNormalization and " + JoinSet(g.cpu_ops) + alt);
+      }
+    } else if (kind == "layernorm" && !g.cpu_ops.empty()) {
+      std::set<std::string> missing;
+      for (const char* op : {"ReduceMean", "Sub", "Mul", "Add", "Sqrt", "Div"}) if (!has_op(op)) missing.insert(op);
+      add(count + "LayerNormalization (" + at + ") not on the device: " +
+          (missing.empty() ? std::string("decompose it into ReduceMean-Sub-Mul-ReduceMean-Add-Sqrt-Div-Mul-Add, which it runs (exact up to rounding)")
+                           : "its decomposition needs " + JoinSet(missing) + ", which the device lacks too: keep it on the CPU"));
+    } else if (kind == "gelu" && !fused) {
+      if (has_op("Gelu") || ms_gelu)
+        add(count + "decomposed GELU (x/sqrt2-Erf-Add-Mul-Mul from " + at + "): fuse each into one Gelu (" +
+            (ms_gelu ? "com.microsoft Gelu" : "ai.onnx Gelu, opset 20") + "), which the device has");
+      else if (!g.cpu_ops.empty())
+        add(count + "decomposed GELU (x/sqrt2-Erf-Add-Mul-Mul from " + at + "): the device lacks " + JoinSet(g.cpu_ops) + gelu_approx);
+    } else if (kind == "gelu" && !g.cpu_ops.empty()) {
+      if (has_op("Erf") && has_op("Div") && has_op("Add") && has_op("Mul"))
+        add(count + "Gelu (" + at + ") not on the device: decompose it into x*0.5*(1+erf(x/sqrt2)) (Div, Erf, Add, Mul), which it runs (exact up to rounding)");
+      else
+        add(count + "Gelu (" + at + ") not on the device, nor Erf for its exact decomposition" + gelu_approx);
+    }
+  }
+}
+
 void Suggest(const OnnxModel& m, const Profile& p, ScanReport* r) {
   std::set<std::string> seen;
   auto add = [&](const std::string& s) { if (seen.insert(s).second) r->suggestions.push_back(s); };
@@ -252,21 +333,14 @@ void Suggest(const OnnxModel& m, const Profile& p, ScanReport* r) {
         "(static-shapes) folds those computations into constants, checked with ONNX Runtime");
   for (const NodeResult& n : r->nodes) {
     if (n.placement != Placement::kCpu) continue;
-    if (n.op_type == "Resize" && n.reason == "attribute_not_supported" && n.detail.find("linear") != std::string::npos) {
+    if (n.op_type == "Resize" && n.reason == "attribute_not_supported" && n.detail.rfind("mode=linear", 0) == 0) {
       if (has_op("ConvTranspose"))
         add("Resize mode=linear (" + n.name + ", ...): with an integer scale s it equals a depthwise ConvTranspose (group=C, stride s, kernel 2s or 2s-1, fixed bilinear weights) after repeating the border; `edgedecode rewrite` applies it (resize-to-convtranspose) and verifies with ONNX Runtime");
       else
         add("Resize mode=linear (" + n.name + "): the profile has no ConvTranspose; with an integer scale it equals Resize nearest + a depthwise box Conv (and a crop); `edgedecode rewrite` applies it (resize-to-nearest-conv) and verifies with ONNX Runtime");
     }
-    if (n.op_type == "Resize" && n.reason == "attribute_not_supported" && n.detail.find("nearest") != std::string::npos)
-      add("Resize mode=nearest (" + n.name + "): this device has only bilinear resize; a nearest upsample by integer s is a depthwise ConvTranspose with a box kernel");
-    if (n.op_type == "Erf") {
-      if (has_op("Gelu")) add("decomposed GELU (Div-Erf-Add-Mul around " + n.name + "): fuse into one Gelu op, which the device has");
-      else add("decomposed GELU (Erf in " + n.name + "): Erf is not on the device; replace x*0.5*(1+erf(x/sqrt2)) by the tanh or sigmoid approximation x*sigmoid(1.702x), whose ops the device runs");
-    }
-    if ((n.op_type == "ReduceMean" || n.op_type == "Pow" || n.op_type == "Sqrt") && n.reason != "")
-      add(has_op("LayerNormalization") ? "decomposed LayerNorm (ReduceMean-Sub-Pow-ReduceMean-Add-Sqrt-Div): fuse into LayerNormalization, which the device has"
-                                       : "decomposed LayerNorm (ReduceMean-Sub-Pow-...): the device lacks " + n.op_type + "; express the variance as ReduceMean(x*x) with Mul and a Reciprocal-free Div, or keep the norm on the CPU at the end of a partition");
+    if (n.op_type == "Resize" && n.reason == "attribute_not_supported" && n.detail.rfind("mode=nearest", 0) == 0)
+      add("Resize mode=nearest (" + n.name + "): this device has only bilinear resize; a nearest upsample by integer s is a depthwise ConvTranspose with a box kernel of ones (bit-exact); `edgedecode rewrite` applies it (resize-nearest-to-convtranspose)");
     if (n.reason == "dtype_not_supported" && n.detail.find("float") != std::string::npos)
       add("float tensors on an integer-only device: quantize the model to int8 (post-training quantization), or rescan with --quantized to see the placement after quantization");
     if (n.reason == "custom_domain")
@@ -276,6 +350,7 @@ void Suggest(const OnnxModel& m, const Profile& p, ScanReport* r) {
     if (n.reason == "non_constant_input")
       add(n.op_type + " with a computed " + n.detail + " (" + n.name + "): fix input shapes so shape computations fold to constants");
   }
+  SuggestPatterns(m, p, r, add, has_op);
   if (p.memory_bytes && r->weight_bytes > p.memory_bytes)
     add("weights (" + Mib(r->weight_bytes) + ") exceed the device memory (" + Mib(p.memory_bytes) + "): quantize or pick a smaller model");
 }

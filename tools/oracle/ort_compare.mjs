@@ -10,10 +10,11 @@
 //       own fusions change this model's outputs, the float-rounding noise floor a rewrite is judged against.
 //   node ort_compare.mjs eval MODEL.onnx [--input ...]... [--seed N] [--range LO,HI] [--max-data N]
 //       Runs one model; prints {"ok":true,"outputs":[{"name","type","dims","data"}...]}, with "data" only for
-//       outputs of at most --max-data elements (default 4096; int64 as decimal strings, exact).
+//       outputs of at most --max-data elements (default 4096; int64 as decimal strings, exact; float16 as its
+//       16-bit patterns).
 //
 // Inputs not given with --input take their shape from the model (all dims must be fixed). Random values:
-// floats uniform in [LO, HI) (default -1,1), integers uniform in {0, 1}, bools fair coin; mulberry32 seeded
+// floats (float32/64/16) uniform in [LO, HI) (default -1,1), integers uniform in {0, 1}, bools fair coin; mulberry32 seeded
 // by --seed (default 1) and the input's position, so both models see identical tensors.
 // A model that fails to load or run gives {"ok":false,"model":"a"|"b","error":"..."} and exit code 1;
 // exit code 2 is a usage error. One intra-op thread: deterministic, and ctest runs tests side by side.
@@ -73,10 +74,33 @@ function mulberry32(seed) {
 }
 
 const kArrays = {
-  float32: Float32Array, float64: Float64Array, int8: Int8Array, uint8: Uint8Array, int16: Int16Array,
+  float16: Uint16Array, float32: Float32Array, float64: Float64Array, int8: Int8Array, uint8: Uint8Array, int16: Int16Array,
   uint16: Uint16Array, int32: Int32Array, uint32: Uint32Array, int64: BigInt64Array, uint64: BigUint64Array,
   bool: Uint8Array,
 };
+
+// float16 travels as its bit pattern (Node 20 has no Float16Array): round-to-nearest-even conversions.
+const f32 = new Float32Array(1), u32 = new Uint32Array(f32.buffer);
+function toHalf(v) {
+  f32[0] = v;
+  const x = u32[0], sign = (x >>> 16) & 0x8000, e = ((x >>> 23) & 0xff) - 127 + 15;
+  let m = x & 0x7fffff;
+  if (e >= 31) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    m |= 0x800000;
+    const shift = 14 - e, h = m >>> shift, rem = m & ((1 << shift) - 1), half = 1 << (shift - 1);
+    return sign | (h + (rem > half || (rem === half && (h & 1)) ? 1 : 0));
+  }
+  const h = (e << 10) | (m >>> 13), rem = m & 0x1fff;
+  return sign | (h + (rem > 0x1000 || (rem === 0x1000 && (h & 1)) ? 1 : 0));
+}
+function fromHalf(h) {
+  const s = h & 0x8000 ? -1 : 1, e = (h >>> 10) & 0x1f, m = h & 0x3ff;
+  if (e === 0) return s * m * 2 ** -24;
+  if (e === 31) return m ? NaN : s * Infinity;
+  return s * (1 + m / 1024) * 2 ** (e - 15);
+}
 
 function makeTensor(spec, index, a) {
   const type = spec.type === 'float' ? 'float32' : spec.type === 'double' ? 'float64' : spec.type;
@@ -88,6 +112,7 @@ function makeTensor(spec, index, a) {
   for (let i = 0; i < n; ++i) {
     const u = rnd();
     if (type === 'float32' || type === 'float64') data[i] = a.lo + (a.hi - a.lo) * u;
+    else if (type === 'float16') data[i] = toHalf(a.lo + (a.hi - a.lo) * u);
     else if (type === 'int64' || type === 'uint64') data[i] = BigInt(u < 0.5 ? 0 : 1);
     else data[i] = u < 0.5 ? 0 : 1;
   }
@@ -144,10 +169,10 @@ function compareOne(name, x, y) {
   if (x.dims.length !== y.dims.length || x.dims.some((d, i) => d !== y.dims[i]))
     return { ...r, error: `shape [${x.dims}] vs [${y.dims}]` };
   let diff = 0, maxAbs = 0;
-  const big = typeof x.data[0] === 'bigint';
+  const value = x.type === 'float16' ? fromHalf : Number;  // Number() also takes BigInt
   for (let i = 0; i < x.data.length; ++i) {
-    const p = big ? Number(x.data[i]) : Number(x.data[i]);
-    const q = big ? Number(y.data[i]) : Number(y.data[i]);
+    const p = value(x.data[i]);
+    const q = value(y.data[i]);
     if (Number.isNaN(p) || Number.isNaN(q)) {
       if (Number.isNaN(p) && Number.isNaN(q)) continue;
       return { ...r, error: `NaN on one side only at element ${i}` };
