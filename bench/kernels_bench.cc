@@ -2,7 +2,11 @@
 // matrix (2048 rows x k=5632) per weight type per ISA, m=1 (decode) and m=8 (verify of a draft), next to a
 // read-bandwidth and a memcpy baseline. The matrix is replicated to exceed the L3 cache (copies are
 // rotated), so the figures are DRAM streaming rates.  Usage: kernels_bench [seconds_per_case=0.5]
+#if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 
 #include <chrono>
 #include <cstdio>
@@ -22,8 +26,11 @@ namespace {
 constexpr int64_t kRows = 2048, kK = 5632;
 constexpr size_t kTotal = size_t{512} << 20;  // bytes streamed per sweep over the copies
 
+#if defined(__x86_64__)
 // Read baseline with 256-bit loads (the kernels' own load width); AVX2 is checked before use.
-__attribute__((target("avx2"))) uint64_t SumAvx2(const uint64_t* p, size_t n) {
+constexpr const char* kSimdName = "avx2";
+bool HasSimd() { return __builtin_cpu_supports("avx2"); }
+__attribute__((target("avx2"))) uint64_t SumSimd(const uint64_t* p, size_t n) {
   __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
   for (size_t i = 0; i + 16 <= n; i += 16) {
     a = _mm256_add_epi64(a, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
@@ -34,6 +41,25 @@ __attribute__((target("avx2"))) uint64_t SumAvx2(const uint64_t* p, size_t n) {
   a = _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d));
   return static_cast<uint64_t>(_mm256_extract_epi64(a, 0) + _mm256_extract_epi64(a, 3));
 }
+#elif defined(__aarch64__)
+// Read baseline with 128-bit loads, the NEON kernels' width.
+constexpr const char* kSimdName = "neon";
+bool HasSimd() { return true; }
+uint64_t SumSimd(const uint64_t* p, size_t n) {
+  uint64x2_t a = vdupq_n_u64(0), b = a, c = a, d = a;
+  for (size_t i = 0; i + 8 <= n; i += 8) {
+    a = vaddq_u64(a, vld1q_u64(p + i));
+    b = vaddq_u64(b, vld1q_u64(p + i + 2));
+    c = vaddq_u64(c, vld1q_u64(p + i + 4));
+    d = vaddq_u64(d, vld1q_u64(p + i + 6));
+  }
+  return vaddvq_u64(vaddq_u64(vaddq_u64(a, b), vaddq_u64(c, d)));
+}
+#else
+constexpr const char* kSimdName = "simd";
+bool HasSimd() { return false; }
+uint64_t SumSimd(const uint64_t*, size_t) { return 0; }
+#endif
 
 double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
@@ -63,13 +89,13 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < buf.size(); i += 4) s0 += buf[i], s1 += buf[i + 1], s2 += buf[i + 2], s3 += buf[i + 3];
     sink = sink + s0 + s1 + s2 + s3;
   });
-  const double read_gbs_avx2 = !__builtin_cpu_supports("avx2") ? 0.0 : Rate(kTotal, budget, [&](int) {
-    sink = sink + SumAvx2(buf.data(), buf.size());
+  const double read_gbs_simd = !HasSimd() ? 0.0 : Rate(kTotal, budget, [&](int) {
+    sink = sink + SumSimd(buf.data(), buf.size());
   });
   const double copy_gbs = Rate(kTotal, budget, [&](int) { std::memcpy(dst.data(), buf.data(), kTotal); });
-  std::printf("baseline read: scalar u64 sum %.1f GB/s, avx2 sum %.1f GB/s; memcpy %.1f GB/s (bytes read); 1 thread\n",
-              read_gbs, read_gbs_avx2, copy_gbs);
-  const double ref_gbs = std::max(read_gbs, read_gbs_avx2);
+  std::printf("baseline read: scalar u64 sum %.1f GB/s, %s sum %.1f GB/s; memcpy %.1f GB/s (bytes read); 1 thread\n",
+              read_gbs, kSimdName, read_gbs_simd, copy_gbs);
+  const double ref_gbs = std::max(read_gbs, read_gbs_simd);
   std::printf("%-7s %-6s %-40s %10s %10s %12s\n", "isa", "type", "kernel", "m=1 GB/s", "%read", "m=8/m=1 time");
 
   const GgmlType types[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0,
