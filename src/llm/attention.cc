@@ -33,6 +33,31 @@ void Context::LoadHead(const uint8_t* row, GgmlType t, int kvh, float* out, floa
   }
 }
 
+void Context::LoadKeysT(const uint8_t* kc, int kvh, int t0, int nt, float* kf, float* kT, float* row_buf) const {
+  constexpr int kChunk = 16;
+  const int hd = model_.config().head_dim;
+  for (int tt = 0; tt < nt; ++tt)
+    LoadHead(kc + static_cast<size_t>(t0 + tt) * k_row_, params_.type_k, kvh, kf + tt * hd, row_buf);
+  for (int d = 0; d < hd; ++d)
+    for (int tt = 0; tt < kChunk; ++tt) kT[static_cast<size_t>(d) * kChunk + tt] = tt < nt ? kf[static_cast<size_t>(tt) * hd + d] : 0.0f;
+}
+
+Context::AttentionItem Context::AttentionItemAt(int64_t item, int m, int p0, float* qr) {
+  const ModelConfig& c = model_.config();
+  const int hd = c.head_dim, qd = c.q_dim(), group = c.n_heads / c.n_kv_heads;
+  const int kvh = static_cast<int>(item % c.n_kv_heads);
+  const int j = static_cast<int>(item / c.n_kv_heads);
+  const int i = j % 2 == 0 ? j / 2 : m - 1 - j / 2;  // 0, m-1, 1, m-2, ...
+  const size_t off = static_cast<size_t>(i) * qd + static_cast<size_t>(kvh) * group * hd;
+  const float* q = q_.data() + off;
+  if (rotate_k_) {  // keys were stored rotated: rotate the queries the same way
+    std::memcpy(qr, q, sizeof(float) * group * hd);
+    for (int g = 0; g < group; ++g) Hadamard(qr + static_cast<size_t>(g) * hd, hd);
+    q = qr;
+  }
+  return {p0 + i + 1, q, att_.data() + off};
+}
+
 namespace {
 
 // s[t] = sum_d q[d] * kT[d][t] for 16 keys stored transposed (kT: head_dim rows of 16): each sum in the
@@ -132,12 +157,12 @@ void Context::AttendF16(const uint8_t* kc, const uint8_t* vc, int kvh, const flo
 // Items are ordered so that any contiguous range mixes short and long histories (balanced threads).
 void Context::Attention(int layer, int m, int p0) {
   const ModelConfig& c = model_.config();
-  const int hd = c.head_dim, kvd = c.kv_dim(), qd = c.q_dim();
+  const int hd = c.head_dim, kvd = c.kv_dim();
   const int group = c.n_heads / c.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const uint8_t* kc = k_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * k_row_;
   const uint8_t* vc = v_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * v_row_;
-  const GgmlType tk = params_.type_k, tv = params_.type_v;
+  const GgmlType tv = params_.type_v;
   constexpr int kChunk = 16;  // positions converted per step (Dot16T's width)
   pool_.ParallelFor(static_cast<int64_t>(m) * c.n_kv_heads, 1, [&](int64_t b, int64_t e, int) {
     std::vector<float> kf(static_cast<size_t>(kChunk) * hd), vf(kf.size()), qr(static_cast<size_t>(group) * hd),
@@ -147,17 +172,10 @@ void Context::Attention(int layer, int m, int p0) {
     std::vector<float> mx(static_cast<size_t>(group)), sum(static_cast<size_t>(group));
     for (int64_t item = b; item < e; ++item) {
       const int kvh = static_cast<int>(item % c.n_kv_heads);
-      const int j = static_cast<int>(item / c.n_kv_heads);
-      const int i = j % 2 == 0 ? j / 2 : m - 1 - j / 2;  // 0, m-1, 1, m-2, ...
-      const int n = p0 + i + 1;                          // positions this token sees
-      const float* q0 = q_.data() + static_cast<size_t>(i) * qd + static_cast<size_t>(kvh) * group * hd;
-      const float* qs = q0;
-      if (rotate_k_) {  // keys were stored rotated: rotate the queries the same way
-        std::memcpy(qr.data(), q0, sizeof(float) * group * hd);
-        for (int g = 0; g < group; ++g) Hadamard(qr.data() + static_cast<size_t>(g) * hd, hd);
-        qs = qr.data();
-      }
-      float* out = att_.data() + static_cast<size_t>(i) * qd + static_cast<size_t>(kvh) * group * hd;
+      const AttentionItem it = AttentionItemAt(item, m, p0, qr.data());
+      const int n = it.n;
+      const float* qs = it.q;
+      float* out = it.out;
       if (params_.attn_f16) {
         for (int g = 0; g < group; ++g) AttendF16(kc, vc, kvh, qs + g * hd, n, out + g * hd);
         continue;
@@ -167,13 +185,9 @@ void Context::Attention(int layer, int m, int p0) {
       std::fill(sum.begin(), sum.end(), 0.0f);
       for (int t0 = 0; t0 < n; t0 += kChunk) {
         const int nt = std::min(kChunk, n - t0);
-        for (int tt = 0; tt < nt; ++tt) {
-          LoadHead(kc + static_cast<size_t>(t0 + tt) * k_row_, tk, kvh, kf.data() + tt * hd, row.data());
+        LoadKeysT(kc, kvh, t0, nt, kf.data(), kT.data(), row.data());
+        for (int tt = 0; tt < nt; ++tt)
           LoadHead(vc + static_cast<size_t>(t0 + tt) * v_row_, tv, kvh, vf.data() + tt * hd, row.data());
-        }
-        // Keys transposed (d-major, 16 positions per row; unused positions zero) for Dot16T.
-        for (int d = 0; d < hd; ++d)
-          for (int tt = 0; tt < kChunk; ++tt) kT[static_cast<size_t>(d) * kChunk + tt] = tt < nt ? kf[static_cast<size_t>(tt) * hd + d] : 0.0f;
         for (int g = 0; g < group; ++g) {
           const float* q = qs + static_cast<size_t>(g) * hd;
           float* a = acc.data() + static_cast<size_t>(g) * hd;
@@ -211,43 +225,34 @@ void Context::Attention(int layer, int m, int p0) {
 // rescales its running sums when the maximum moves).
 void Context::AttentionFullScores(int layer, int m, int p0) {
   const ModelConfig& c = model_.config();
-  const int hd = c.head_dim, kvd = c.kv_dim(), qd = c.q_dim();
+  const int hd = c.head_dim, kvd = c.kv_dim();
   const int group = c.n_heads / c.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const uint8_t* kc = k_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * k_row_;
   const uint8_t* vc = v_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * v_row_;
-  const GgmlType tk = params_.type_k, tv = params_.type_v;
+  const GgmlType tv = params_.type_v;
   constexpr int kChunk = 16;
   const size_t n_max = static_cast<size_t>(p0 + m);
   pool_.ParallelFor(static_cast<int64_t>(m) * c.n_kv_heads, 1, [&](int64_t b, int64_t e, int) {
     std::vector<float> kf(static_cast<size_t>(kChunk) * hd), kT(kf.size()), vf(kf.size()), row(static_cast<size_t>(kvd)),
         qr(static_cast<size_t>(group) * hd), s(static_cast<size_t>(kChunk));
     std::vector<float> sc(static_cast<size_t>(group) * n_max);  // the score rows
+    std::vector<float> sum(static_cast<size_t>(group));
     for (int64_t item = b; item < e; ++item) {
       const int kvh = static_cast<int>(item % c.n_kv_heads);
-      const int j = static_cast<int>(item / c.n_kv_heads);
-      const int i = j % 2 == 0 ? j / 2 : m - 1 - j / 2;
-      const int n = p0 + i + 1;
-      const float* q0 = q_.data() + static_cast<size_t>(i) * qd + static_cast<size_t>(kvh) * group * hd;
-      const float* qs = q0;
-      if (rotate_k_) {
-        std::memcpy(qr.data(), q0, sizeof(float) * group * hd);
-        for (int g = 0; g < group; ++g) Hadamard(qr.data() + static_cast<size_t>(g) * hd, hd);
-        qs = qr.data();
-      }
-      float* out = att_.data() + static_cast<size_t>(i) * qd + static_cast<size_t>(kvh) * group * hd;
+      const AttentionItem it = AttentionItemAt(item, m, p0, qr.data());
+      const int n = it.n;
+      const float* qs = it.q;
+      float* out = it.out;
       for (int t0 = 0; t0 < n; t0 += kChunk) {  // scores: Q K^T
         const int nt = std::min(kChunk, n - t0);
-        for (int tt = 0; tt < nt; ++tt)
-          LoadHead(kc + static_cast<size_t>(t0 + tt) * k_row_, tk, kvh, kf.data() + tt * hd, row.data());
-        for (int d = 0; d < hd; ++d)
-          for (int tt = 0; tt < kChunk; ++tt) kT[static_cast<size_t>(d) * kChunk + tt] = tt < nt ? kf[static_cast<size_t>(tt) * hd + d] : 0.0f;
+        LoadKeysT(kc, kvh, t0, nt, kf.data(), kT.data(), row.data());
         for (int g = 0; g < group; ++g) {
           Dot16T(qs + static_cast<size_t>(g) * hd, kT.data(), hd, s.data());
           for (int tt = 0; tt < nt; ++tt) sc[static_cast<size_t>(g) * n_max + t0 + tt] = s[static_cast<size_t>(tt)] * scale;
         }
       }
-      std::vector<float> sum(static_cast<size_t>(group), 0.0f);
+      std::fill(sum.begin(), sum.end(), 0.0f);
       for (int g = 0; g < group; ++g) {  // softmax over the whole row
         float* r = sc.data() + static_cast<size_t>(g) * n_max;
         const float mx = *std::max_element(r, r + n);

@@ -107,6 +107,18 @@ class Context {
   void AttendF16(const uint8_t* kc, const uint8_t* vc, int kvh, const float* q, int n, float* out) const;
   // Writes kv_dim floats of head kvh's slice of a cached row into out (hd floats); row_buf: kv_dim scratch.
   void LoadHead(const uint8_t* row, GgmlType t, int kvh, float* out, float* row_buf) const;
+  // Keys t0..t0+nt-1 of head kvh of a layer's K cache (kc), transposed for Dot16T: kT is head_dim rows of
+  // 16 positions, unused positions zero. kf: 16*head_dim scratch, row_buf: kv_dim scratch.
+  void LoadKeysT(const uint8_t* kc, int kvh, int t0, int nt, float* kf, float* kT, float* row_buf) const;
+  // One attention work item (token, KV head) of a batch of m tokens at p0: which token (ordered 0, m-1,
+  // 1, m-2, ... so that any range of items mixes short and long histories), how many positions it sees,
+  // its group's queries (rotated into qr when the keys were stored rotated) and its output.
+  struct AttentionItem {
+    int n;            // positions this token sees
+    const float* q;   // (group, head_dim) queries
+    float* out;       // (group, head_dim) in att_
+  };
+  AttentionItem AttentionItemAt(int64_t item, int m, int p0, float* qr);
 
   const Model& model_;
   ContextParams params_;
