@@ -12,6 +12,10 @@ namespace edgedecode::kernels::detail {
 using MatMulFn = void (*)(const uint8_t* W, size_t row_bytes, int64_t k, int64_t r0, int64_t r1,
                           const Activations& x, float* Y, int64_t ldy);
 
+// Attention's weighted V sum (kernels.h AccumulateRows); false: this type/shape is not handled here.
+using AccumulateRowsFn = bool (*)(GgmlType vt, const uint8_t* V, size_t row_bytes, int64_t hd, int64_t n,
+                                  const float* w, int64_t ldw, int64_t m, float* acc, int64_t ldacc);
+
 // A kernel over q4_0 weights repacked by PackQ4_0x8: rows [r0, r1) (multiples of 8).
 using PackedFn = void (*)(const uint8_t* P, int64_t k, int64_t r0, int64_t r1, const Activations& x, float* Y,
                           int64_t ldy);
@@ -37,6 +41,8 @@ struct X86Kernels {
   PackedFn packed_q4_0x8;                                              // q4_0 repacked by PackQ4_0x8
   void (*half_to_float)(const uint16_t* h, float* f, int64_t n);      // F16C
   void (*dequantize)(GgmlType t, const uint8_t* src, float* y, int64_t nb);  // q8_0, q4_0 blocks
+  AccumulateRowsFn accumulate_rows;                                    // attention: P.V
+  float (*exp_sub_sum)(const float* s, float mx, float* w, int64_t n);  // attention: softmax weights
 };
 namespace avx2 { const X86Kernels& Kernels(); }
 namespace avx512 { const X86Kernels& Kernels(); }
@@ -47,6 +53,8 @@ struct NeonKernels {
   MatMulFn (*matmul)(GgmlType wt);                                    // nullptr: the type falls back to ref
   void (*half_to_float)(const uint16_t* h, float* f, int64_t n);
   void (*dequantize)(GgmlType t, const uint8_t* src, float* y, int64_t nb);  // q8_0, q4_0 blocks
+  AccumulateRowsFn accumulate_rows;
+  float (*exp_sub_sum)(const float* s, float mx, float* w, int64_t n);
 };
 namespace neon { const NeonKernels& Kernels(); }
 namespace neon_dotprod { const NeonKernels& Kernels(); }

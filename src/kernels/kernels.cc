@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "kernels/internal.h"
 #include "quant/blocks.h"
@@ -172,9 +174,13 @@ void Activations::Fill(const float* X, int64_t j0, int64_t j1) {
 
 void MatMul(Isa isa, GgmlType wt, const void* W, int64_t k, int64_t r0, int64_t r1,
             const Activations& x, float* Y, int64_t ldy) {
+  MatMulStrided(isa, wt, W, RowBytes(wt, k), k, r0, r1, x, Y, ldy);
+}
+
+void MatMulStrided(Isa isa, GgmlType wt, const void* W, size_t row_bytes, int64_t k, int64_t r0, int64_t r1,
+                   const Activations& x, float* Y, int64_t ldy) {
   assert(x.isa() == isa && x.weight_type() == wt && x.k() == k);
   if (r1 <= r0 || x.m() == 0) return;
-  const size_t row_bytes = RowBytes(wt, k);
   const auto* w = static_cast<const uint8_t*>(W);
   detail::MatMulFn fn = KernelFor(isa, wt);
   if (fn == nullptr || (detail::UsesQ8(wt) && !x.quantized())) {
@@ -230,6 +236,31 @@ void DequantizeRow(Isa isa, GgmlType t, const void* src, float* dst, int64_t n) 
   if (const detail::NeonKernels* x = NeonFor(isa); x != nullptr && simd)
     return x->dequantize(t, static_cast<const uint8_t*>(src), dst, n / 32);
   quant::DequantizeRow(t, src, dst, n);
+}
+
+void AccumulateRows(Isa isa, GgmlType vt, const void* V, size_t row_bytes, int64_t hd, int64_t n,
+                    const float* w, int64_t ldw, int64_t m, float* acc, int64_t ldacc) {
+  const auto* v = static_cast<const uint8_t*>(V);
+  if (const detail::X86Kernels* x = X86For(isa); x != nullptr && x->accumulate_rows(vt, v, row_bytes, hd, n, w, ldw, m, acc, ldacc))
+    return;
+  if (const detail::NeonKernels* x = NeonFor(isa); x != nullptr && x->accumulate_rows(vt, v, row_bytes, hd, n, w, ldw, m, acc, ldacc))
+    return;
+  // The reference: each row dequantized (the same element values), then the same sums in the same order.
+  assert(vt == GgmlType::kF32 || vt == GgmlType::kF16 || hd % 32 == 0);
+  std::vector<float> row(static_cast<size_t>(hd));
+  for (int64_t t = 0; t < n; ++t) {
+    quant::DequantizeRow(vt, v + t * row_bytes, row.data(), hd);
+    for (int64_t j = 0; j < m; ++j)
+      for (int64_t d = 0; d < hd; ++d) acc[j * ldacc + d] = std::fma(w[j * ldw + t], row[d], acc[j * ldacc + d]);
+  }
+}
+
+float ExpSubSum(Isa isa, const float* s, float mx, float* w, int64_t n) {
+  if (const detail::X86Kernels* x = X86For(isa)) return x->exp_sub_sum(s, mx, w, n);
+  if (const detail::NeonKernels* x = NeonFor(isa)) return x->exp_sub_sum(s, mx, w, n);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += (w[i] = std::exp(s[i] - mx));
+  return sum;
 }
 
 std::string KernelName(Isa isa, GgmlType wt) {

@@ -76,6 +76,22 @@ class Activations {
 void MatMul(Isa isa, GgmlType wt, const void* W, int64_t k, int64_t r0, int64_t r1,
             const Activations& x, float* Y, int64_t ldy);
 
+// MatMul over rows of stride row_bytes instead of RowBytes(wt, k): the attention scores, where the rows
+// are one KV head's slice of the cache rows (k = head_dim elements, stride = the whole cache row).
+void MatMulStrided(Isa isa, GgmlType wt, const void* W, size_t row_bytes, int64_t k, int64_t r0, int64_t r1,
+                   const Activations& x, float* Y, int64_t ldy);
+
+// ---- attention over a KV cache, read in its stored type ----------------------------------------
+// acc[j*ldacc + d] += sum over t = 0, 1, ..., n-1 (in that order, one fused multiply-add per term) of
+// w[j*ldw + t] * V_t[d], for j < m, d < hd. V_t: hd elements of type vt at V + t*row_bytes; vt is f32,
+// f16, or q8_0 / q4_0 with hd % 32 == 0 (the elements the dequantization gives, never materialized as a
+// float copy of the cache). Thread-safe: reads V and w, writes only acc.
+void AccumulateRows(Isa isa, GgmlType vt, const void* V, size_t row_bytes, int64_t hd, int64_t n,
+                    const float* w, int64_t ldw, int64_t m, float* acc, int64_t ldacc);
+// w[i] = exp(s[i] - mx) for i < n (s[i] <= mx: the softmax weights; w may be s); returns their sum. SIMD paths use a
+// polynomial within 2 ulp of std::exp (0 below e^-87.3); ref uses std::exp and sums in order.
+float ExpSubSum(Isa isa, const float* s, float mx, float* w, int64_t n);
+
 // ---- q4_0 weights repacked at load (decode and prefill both measured faster, bench/README) ----------
 // Layout, per group of 8 consecutive rows, per block b of 32 columns (144 bytes, the same as the 8
 // original blocks): the 8 rows' fp16 scales, then 4 vectors of 32 bytes; vector v holds, for row r at

@@ -293,6 +293,131 @@ TEST(KernelsParity, KvRowConversionsAreExact) {
   }
 }
 
+// Attention's P.V sum: every ISA gives exactly the reference's values (the same element values, the
+// same fma per term in the same position order), for each stored V type, any number of heads m (the
+// SIMD paths block heads by 8), head dims with and without a vector tail, rows at a cache stride wider
+// than the head (a head's slice of a KV row), and a non-zero starting accumulator (online softmax).
+TEST(KernelsParity, AccumulateRowsIsExact) {
+  std::mt19937 rng(41);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  int tested = 0;
+  for (GgmlType t : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+    for (int64_t hd : {4, 12, 64, 80, 128}) {
+      if (!IsFloat(t) && hd % 32 != 0) continue;
+      const int64_t heads = 3;  // rows hold 3 heads; the middle one is read
+      const size_t row_bytes = RowBytes(t, hd * heads);
+      for (int64_t n : {1, 7, 33, 128}) {
+        std::vector<uint8_t> V(row_bytes * n);
+        std::vector<float> xr(static_cast<size_t>(hd * heads));
+        for (int64_t i = 0; i < n; ++i) {
+          for (float& f : xr) f = nd(rng);
+          quant::QuantizeRow(t, xr.data(), V.data() + i * row_bytes, hd * heads);
+        }
+        const uint8_t* head = V.data() + RowBytes(t, hd);  // head 1's slice
+        for (int64_t m : {1, 2, 5, 8, 9, 16}) {
+          const int64_t ldw = n + 3, ldacc = hd + 5;
+          std::vector<float> w(static_cast<size_t>(m * ldw)), acc0(static_cast<size_t>(m * ldacc));
+          for (float& f : w) f = std::fabs(nd(rng));
+          for (float& f : acc0) f = nd(rng);
+          std::vector<float> want = acc0;
+          AccumulateRows(Isa::kRef, t, head, row_bytes, hd, n, w.data(), ldw, m, want.data(), ldacc);
+          for (Isa isa : PresentIsas()) {
+            std::vector<float> got = acc0;
+            AccumulateRows(isa, t, head, row_bytes, hd, n, w.data(), ldw, m, got.data(), ldacc);
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                << IsaName(isa) << " " << TypeName(static_cast<uint32_t>(t)) << " hd=" << hd << " n=" << n
+                << " m=" << m;
+            ++tested;
+          }
+        }
+      }
+    }
+  }
+  // The reference itself against a double-precision sum of the dequantized values (it can be wrong too).
+  {
+    const int64_t hd = 64, n = 50;
+    std::vector<float> x(static_cast<size_t>(hd * n)), w(static_cast<size_t>(n));
+    for (float& f : x) f = nd(rng);
+    for (float& f : w) f = std::fabs(nd(rng));
+    std::vector<uint8_t> V(RowBytes(GgmlType::kQ8_0, hd) * n);
+    for (int64_t i = 0; i < n; ++i)
+      quant::QuantizeRow(GgmlType::kQ8_0, x.data() + i * hd, V.data() + i * RowBytes(GgmlType::kQ8_0, hd), hd);
+    std::vector<float> acc(static_cast<size_t>(hd), 0.0f), deq(static_cast<size_t>(hd));
+    AccumulateRows(Isa::kRef, GgmlType::kQ8_0, V.data(), RowBytes(GgmlType::kQ8_0, hd), hd, n, w.data(), n, 1,
+                   acc.data(), hd);
+    std::vector<double> sum(static_cast<size_t>(hd), 0.0), mag(static_cast<size_t>(hd), 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      quant::DequantizeRow(GgmlType::kQ8_0, V.data() + i * RowBytes(GgmlType::kQ8_0, hd), deq.data(), hd);
+      for (int64_t d = 0; d < hd; ++d) sum[d] += double(w[i]) * deq[d], mag[d] += std::fabs(double(w[i]) * deq[d]);
+    }
+    for (int64_t d = 0; d < hd; ++d) EXPECT_NEAR(acc[d], sum[d], 1e-5 * mag[d] + 1e-30) << "d=" << d;
+  }
+  std::printf("accumulate_rows: %d problems bit-exact against the reference\n", tested);
+}
+
+// The softmax weights: within 1e-6 relative (about 8 ulp; the polynomial is within 2) of std::exp on every ISA, 0 where the exponent
+// is under e^-87.3 or -inf (a masked score), the sum within float rounding of the weights' sum, and
+// every tail length.
+TEST(KernelsParity, ExpSubSumMatchesStdExp) {
+  std::mt19937 rng(43);
+  std::uniform_real_distribution<float> ud(-90.0f, 0.0f);
+  for (int64_t n : {1, 3, 8, 13, 64, 1000}) {
+    std::vector<float> s(static_cast<size_t>(n));
+    for (float& f : s) f = ud(rng) + 5.0f;
+    s[0] = 5.0f;                                  // the max itself: weight exactly 1
+    if (n > 2) s[2] = -INFINITY;                  // masked
+    if (n > 5) s[5] = 5.0f - 88.0f;               // under FLT_MIN after the shift
+    if (n > 6) s[6] = 5.0f - 1e-7f;               // just below the max
+    for (Isa isa : PresentIsas()) {
+      std::vector<float> w(static_cast<size_t>(n) + 1, -1.0f);
+      const float sum = ExpSubSum(isa, s.data(), 5.0f, w.data(), n);
+      EXPECT_EQ(w[static_cast<size_t>(n)], -1.0f) << IsaName(isa) << ": wrote past n";
+      double ws = 0.0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double want = std::exp(double(s[i] - 5.0f));  // the float shift, as the kernels do
+        if (want < 1.2e-38) {
+          EXPECT_LE(w[i], 1.2e-38f) << IsaName(isa) << " i=" << i;
+          EXPECT_GE(w[i], 0.0f) << IsaName(isa) << " i=" << i;
+        } else {
+          EXPECT_NEAR(w[i], want, 1e-6 * want) << IsaName(isa) << " n=" << n << " i=" << i << " s=" << s[i];
+        }
+        ws += w[i];
+      }
+      EXPECT_EQ(w[0], 1.0f) << IsaName(isa);
+      if (n > 2) EXPECT_EQ(w[2], 0.0f) << IsaName(isa);
+      EXPECT_NEAR(sum, ws, 1e-6 * ws) << IsaName(isa) << " n=" << n;
+    }
+  }
+}
+
+// MatMulStrided over rows at a stride wider than k (a head's keys inside KV-cache rows) gives what MatMul
+// gives over the same rows packed densely, bit for bit, on every ISA and for the KV-cache types.
+TEST(KernelsParity, MatMulStridedMatchesDense) {
+  uint32_t seed = 4000;
+  for (GgmlType t : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+    for (int64_t k : {64, 128}) {
+      const int64_t rows = 37, stride_k = 3 * k;
+      Problem p = Make(t, rows, k, 4, seed++);
+      const size_t rb = RowBytes(t, k), srb = RowBytes(t, stride_k);
+      // Strided layout: row r's middle third is dense row r.
+      std::vector<uint8_t> strided(srb * rows, 0xCD), dense(rb * rows);
+      for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(strided.data() + r * srb + rb, p.w.data() + r * rb, rb);
+        std::memcpy(dense.data() + r * rb, p.w.data() + r * rb, rb);
+      }
+      for (Isa isa : PresentIsas()) {
+        Activations a;
+        a.Prepare(isa, t, p.x.data(), 4, k);
+        std::vector<float> y0(static_cast<size_t>(4 * rows), -1.0f), y1(y0.size(), -2.0f);
+        MatMul(isa, t, dense.data(), k, 0, rows, a, y0.data(), rows);
+        MatMulStrided(isa, t, strided.data() + rb, srb, k, 0, rows, a, y1.data(), rows);
+        ASSERT_EQ(0, std::memcmp(y0.data(), y1.data(), y0.size() * sizeof(float)))
+            << IsaName(isa) << " " << TypeName(static_cast<uint32_t>(t)) << " k=" << k;
+      }
+    }
+  }
+}
+
 #if defined(__aarch64__)
 // Both Arm builds on the same problems: outputs bit-identical (and so within the tolerances above
 // whenever one of them is). Needs a CPU with dotprod to call the sdot build at all.
