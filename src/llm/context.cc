@@ -458,7 +458,7 @@ void Context::SetProfiler(Profiler* p) {
   p->SetKernel(Op::kKvWrite, "quantize rows to " + kv);
   p->SetKernel(Op::kRopeKvWrite, std::string(rope) + " + quantize rows to " + kv);
   p->SetKernel(Op::kAttention, (params_.attn_f16 ? std::string("llama.cpp f16 flash-attention arithmetic")
-                                : fused(Fusion::kAttnOnline) ? std::string("online softmax, 16 positions per step")
+                                : fused(Fusion::kAttnOnline) ? std::string("online softmax, 128 positions per step")
                                                              : std::string("full score rows, then softmax")) +
                                    ", " + kv);
   p->SetKernel(Op::kResidual, "scalar");

@@ -105,11 +105,18 @@ class Context {
   // Attention with the scores of a query over all n positions first, then one softmax (attn_online off).
   void AttentionFullScores(int layer, int m, int p0);
   void AttendF16(const uint8_t* kc, const uint8_t* vc, int kvh, const float* q, int n, float* out) const;
-  // Writes kv_dim floats of head kvh's slice of a cached row into out (hd floats); row_buf: kv_dim scratch.
-  void LoadHead(const uint8_t* row, GgmlType t, int kvh, float* out, float* row_buf) const;
-  // Keys t0..t0+nt-1 of head kvh of a layer's K cache (kc), transposed for Dot16T: kT is head_dim rows of
-  // 16 positions, unused positions zero. kf: 16*head_dim scratch, row_buf: kv_dim scratch.
-  void LoadKeysT(const uint8_t* kc, int kvh, int t0, int nt, float* kf, float* kT, float* row_buf) const;
+  // Positions attention reads per step (scores of a chunk, then its V rows).
+  static constexpr int kAttnChunk = 128;
+  // Head kvh of nt consecutive cache rows as attention reads them: nt rows of head_dim elements of
+  // `type`, `stride` bytes apart (in the cache itself, or a float copy for blocks that span heads).
+  struct HeadRows {
+    const uint8_t* rows;
+    size_t stride;
+    GgmlType type;
+  };
+  HeadRows HeadRowsAt(const uint8_t* c, size_t row_bytes, GgmlType t, int kvh, int t0, int nt,
+                      std::vector<float>* tmp) const;
+  GgmlType KeyReadType() const;  // the weight type the queries are prepared for
   // One attention work item (token, KV head) of a batch of m tokens at p0: which token (ordered 0, m-1,
   // 1, m-2, ... so that any range of items mixes short and long histories), how many positions it sees,
   // its group's queries (rotated into qr when the keys were stored rotated) and its output.
