@@ -16,6 +16,10 @@ using MatMulFn = void (*)(const uint8_t* W, size_t row_bytes, int64_t k, int64_t
 using AccumulateRowsFn = bool (*)(GgmlType vt, const uint8_t* V, size_t row_bytes, int64_t hd, int64_t n,
                                   const float* w, int64_t ldw, int64_t m, float* acc, int64_t ldacc);
 
+// Attention's Q.K scores over float keys (kernels.h AttentionScores); false: not handled here.
+using AttentionScoresFn = bool (*)(GgmlType kt, const uint8_t* K, size_t row_bytes, int64_t hd, int64_t n,
+                                   const float* q, int64_t ldq, int64_t m, float* s, int64_t lds);
+
 // A kernel over q4_0 weights repacked by PackQ4_0x8: rows [r0, r1) (multiples of 8).
 using PackedFn = void (*)(const uint8_t* P, int64_t k, int64_t r0, int64_t r1, const Activations& x, float* Y,
                           int64_t ldy);
@@ -43,6 +47,9 @@ struct X86Kernels {
   void (*dequantize)(GgmlType t, const uint8_t* src, float* y, int64_t nb);  // q8_0, q4_0 blocks
   AccumulateRowsFn accumulate_rows;                                    // attention: P.V
   float (*exp_sub_sum)(const float* s, float mx, float* w, int64_t n);  // attention: softmax weights
+  AttentionScoresFn attention_scores;                                  // attention: Q.K, float keys
+  bool (*attention_scores_q)(GgmlType kt, const uint8_t* K, size_t row_bytes, int64_t hd, int64_t n,
+                             const Activations& q, float* s, int64_t lds);  // Q.K, q8_0 / q4_0 keys
 };
 namespace avx2 { const X86Kernels& Kernels(); }
 namespace avx512 { const X86Kernels& Kernels(); }
@@ -55,6 +62,7 @@ struct NeonKernels {
   void (*dequantize)(GgmlType t, const uint8_t* src, float* y, int64_t nb);  // q8_0, q4_0 blocks
   AccumulateRowsFn accumulate_rows;
   float (*exp_sub_sum)(const float* s, float mx, float* w, int64_t n);
+  AttentionScoresFn attention_scores;
 };
 namespace neon { const NeonKernels& Kernels(); }
 namespace neon_dotprod { const NeonKernels& Kernels(); }

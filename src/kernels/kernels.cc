@@ -245,14 +245,59 @@ void AccumulateRows(Isa isa, GgmlType vt, const void* V, size_t row_bytes, int64
     return;
   if (const detail::NeonKernels* x = NeonFor(isa); x != nullptr && x->accumulate_rows(vt, v, row_bytes, hd, n, w, ldw, m, acc, ldacc))
     return;
-  // The reference: each row dequantized (the same element values), then the same sums in the same order.
+  // The reference: float rows as they are; quantized rows as their integer values q with the block's
+  // scale in the weight, acc += (w * d) * q -- the same sums in the same order as the SIMD paths.
   assert(vt == GgmlType::kF32 || vt == GgmlType::kF16 || hd % 32 == 0);
+  const bool quantized = vt == GgmlType::kQ8_0 || vt == GgmlType::kQ4_0;
+  std::vector<float> row(static_cast<size_t>(hd)), scale(static_cast<size_t>(hd), 1.0f);
+  for (int64_t t = 0; t < n; ++t) {
+    const uint8_t* r = v + t * row_bytes;
+    if (!quantized) {
+      quant::DequantizeRow(vt, r, row.data(), hd);
+    } else {
+      for (int64_t b = 0; b < hd / 32; ++b) {
+        uint16_t d16;
+        const uint8_t* blk = r + b * RowBytes(vt, 32);
+        std::memcpy(&d16, blk, 2);  // both block types start with the fp16 scale
+        for (int e = 0; e < 32; ++e) {
+          const int q = vt == GgmlType::kQ8_0 ? static_cast<int8_t>(blk[2 + e])
+                                               : (e < 16 ? blk[2 + e] & 0x0F : blk[2 + e - 16] >> 4) - 8;
+          row[static_cast<size_t>(32 * b + e)] = static_cast<float>(q);
+          scale[static_cast<size_t>(32 * b + e)] = quant::HalfToFloat(d16);
+        }
+      }
+    }
+    for (int64_t j = 0; j < m; ++j)
+      for (int64_t d = 0; d < hd; ++d)
+        acc[j * ldacc + d] = std::fma(w[j * ldw + t] * scale[static_cast<size_t>(d)], row[d], acc[j * ldacc + d]);
+  }
+}
+
+void AttentionScores(Isa isa, GgmlType kt, const void* K, size_t row_bytes, int64_t hd, int64_t n, const float* q,
+                     int64_t ldq, int64_t m, float* s, int64_t lds) {
+  assert(kt == GgmlType::kF32 || kt == GgmlType::kF16);
+  const auto* k = static_cast<const uint8_t*>(K);
+  if (const detail::X86Kernels* x = X86For(isa); x != nullptr && x->attention_scores(kt, k, row_bytes, hd, n, q, ldq, m, s, lds))
+    return;
+  if (const detail::NeonKernels* x = NeonFor(isa); x != nullptr && x->attention_scores(kt, k, row_bytes, hd, n, q, ldq, m, s, lds))
+    return;
   std::vector<float> row(static_cast<size_t>(hd));
   for (int64_t t = 0; t < n; ++t) {
-    quant::DequantizeRow(vt, v + t * row_bytes, row.data(), hd);
-    for (int64_t j = 0; j < m; ++j)
-      for (int64_t d = 0; d < hd; ++d) acc[j * ldacc + d] = std::fma(w[j * ldw + t], row[d], acc[j * ldacc + d]);
+    quant::DequantizeRow(kt, k + t * row_bytes, row.data(), hd);
+    for (int64_t j = 0; j < m; ++j) {
+      double dot = 0;
+      for (int64_t d = 0; d < hd; ++d) dot += static_cast<double>(q[j * ldq + d]) * row[d];
+      s[j * lds + t] = static_cast<float>(dot);
+    }
   }
+}
+
+void AttentionScoresQ(Isa isa, GgmlType kt, const void* K, size_t row_bytes, int64_t hd, int64_t n,
+                      const Activations& q, float* s, int64_t lds) {
+  const auto* k = static_cast<const uint8_t*>(K);
+  if (const detail::X86Kernels* x = X86For(isa); x != nullptr && x->attention_scores_q(kt, k, row_bytes, hd, n, q, s, lds))
+    return;
+  MatMulStrided(isa, kt, K, row_bytes, hd, 0, n, q, s, lds);
 }
 
 float ExpSubSum(Isa isa, const float* s, float mx, float* w, int64_t n) {

@@ -88,6 +88,18 @@ void MatMulStrided(Isa isa, GgmlType wt, const void* W, size_t row_bytes, int64_
 // float copy of the cache). Thread-safe: reads V and w, writes only acc.
 void AccumulateRows(Isa isa, GgmlType vt, const void* V, size_t row_bytes, int64_t hd, int64_t n,
                     const float* w, int64_t ldw, int64_t m, float* acc, int64_t ldacc);
+// s[j*lds + t] = sum over d < hd of q[j*ldq + d] * K_t[d], for t < n, j < m: the scores of m query heads
+// against n float keys (kt f32 or f16; K_t: hd elements at K + t*row_bytes). The queries stay f32 (no
+// rounding to the key type). Quantized keys: MatMulStrided with the queries quantized. SIMD paths sum in
+// vector lanes then across them; ref in double. Thread-safe: reads K and q, writes only s.
+void AttentionScores(Isa isa, GgmlType kt, const void* K, size_t row_bytes, int64_t hd, int64_t n, const float* q,
+                     int64_t ldq, int64_t m, float* s, int64_t lds);
+// The same scores over q8_0 / q4_0 keys (hd % 32 == 0) with the queries prepared by Activations for kt
+// (q.m() heads, q.k() == hd): per position the sum over blocks of fma(integer block dot, d_k * d_q, acc).
+// x86 has a positions-in-lanes kernel; elsewhere this is MatMulStrided (the same function; the q4_0 ref
+// and x86 paths are bit-identical, q8_0 within float rounding).
+void AttentionScoresQ(Isa isa, GgmlType kt, const void* K, size_t row_bytes, int64_t hd, int64_t n,
+                      const Activations& q, float* s, int64_t lds);
 // w[i] = exp(s[i] - mx) for i < n (s[i] <= mx: the softmax weights; w may be s); returns their sum. SIMD paths use a
 // polynomial within 2 ulp of std::exp (0 below e^-87.3); ref uses std::exp and sums in order.
 float ExpSubSum(Isa isa, const float* s, float mx, float* w, int64_t n);

@@ -390,6 +390,119 @@ TEST(KernelsParity, AccumulateRowsIsExact) {
   std::printf("accumulate_rows: %d problems bit-exact against the reference\n", tested);
 }
 
+// Attention's Q.K scores over float keys: every ISA within float rounding of the reference's double sums
+// (|err| <= 1e-5 * sum|q_d k_d|, the float-path tolerance above), for positions not a multiple of the
+// lane count, odd head counts (the AVX-512 build pairs heads), head dims with and without a vector tail,
+// and keys at a cache stride.
+TEST(KernelsParity, AttentionScoresMatchReference) {
+  std::mt19937 rng(47);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  int tested = 0;
+  for (GgmlType t : {GgmlType::kF32, GgmlType::kF16}) {
+    for (int64_t hd : {4, 12, 64, 80, 128}) {
+      const size_t row_bytes = RowBytes(t, 3 * hd);  // rows of 3 heads, the middle one read
+      for (int64_t n : {1, 7, 8, 33, 128}) {
+        std::vector<uint8_t> K(row_bytes * n);
+        std::vector<float> xr(static_cast<size_t>(3 * hd)), kf(static_cast<size_t>(n * hd));
+        for (int64_t i = 0; i < n; ++i) {
+          for (float& f : xr) f = nd(rng);
+          quant::QuantizeRow(t, xr.data(), K.data() + i * row_bytes, 3 * hd);
+          quant::DequantizeRow(t, K.data() + i * row_bytes, xr.data(), 3 * hd);
+          std::memcpy(kf.data() + i * hd, xr.data() + hd, sizeof(float) * hd);
+        }
+        const uint8_t* head = K.data() + RowBytes(t, hd);
+        for (int64_t m : {1, 2, 3, 8}) {
+          const int64_t ldq = hd + 1, lds = n + 2;
+          std::vector<float> q(static_cast<size_t>(m * ldq));
+          for (float& f : q) f = nd(rng);
+          for (Isa isa : PresentIsas()) {
+            std::vector<float> s(static_cast<size_t>(m * lds), -777.0f);
+            AttentionScores(isa, t, head, row_bytes, hd, n, q.data(), ldq, m, s.data(), lds);
+            for (int64_t j = 0; j < m; ++j) {
+              for (int64_t i = 0; i < n; ++i) {
+                double want = 0, mag = 0;
+                for (int64_t d = 0; d < hd; ++d) {
+                  want += double(q[j * ldq + d]) * kf[i * hd + d];
+                  mag += std::fabs(double(q[j * ldq + d]) * kf[i * hd + d]);
+                }
+                ASSERT_NEAR(s[j * lds + i], want, 1e-5 * mag + 1e-30)
+                    << IsaName(isa) << " " << TypeName(static_cast<uint32_t>(t)) << " hd=" << hd << " n=" << n
+                    << " m=" << m << " head " << j << " position " << i;
+              }
+              for (int64_t i = n; i < lds; ++i) ASSERT_EQ(s[j * lds + i], -777.0f) << "wrote past n";
+            }
+            ++tested;
+          }
+        }
+      }
+    }
+  }
+  std::printf("attention_scores: %d problems within float rounding of the reference\n", tested);
+}
+
+// The scores over q8_0 / q4_0 keys: every ISA within float rounding of the integer block sums of the
+// quantized queries (the "tight" criterion above), the q4_0 ones bit-identical to the reference matmul
+// (the same block-by-block function), for position counts below, at and past the 8-lane blocks and odd
+// head counts, keys at a cache stride.
+TEST(KernelsParity, AttentionScoresQMatchReference) {
+  std::mt19937 rng(53);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  int tested = 0;
+  for (GgmlType t : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+    for (int64_t hd : {32, 64, 128}) {
+      const size_t row_bytes = RowBytes(t, 3 * hd);
+      for (int64_t n : {1, 7, 8, 33, 128}) {
+        std::vector<uint8_t> K(row_bytes * n);
+        std::vector<float> xr(static_cast<size_t>(3 * hd)), kf(static_cast<size_t>(n * hd));
+        for (int64_t i = 0; i < n; ++i) {
+          for (float& f : xr) f = nd(rng);
+          quant::QuantizeRow(t, xr.data(), K.data() + i * row_bytes, 3 * hd);
+          quant::DequantizeRow(t, K.data() + i * row_bytes, xr.data(), 3 * hd);
+          std::memcpy(kf.data() + i * hd, xr.data() + hd, sizeof(float) * hd);
+        }
+        const uint8_t* head = K.data() + RowBytes(t, hd);
+        for (int64_t m : {1, 2, 3, 8}) {
+          std::vector<float> q(static_cast<size_t>(m * hd));
+          for (float& f : q) f = nd(rng);
+          const int64_t lds = n + 2;
+          std::vector<float> ref(static_cast<size_t>(m * lds), -777.0f);
+          {
+            Activations a;
+            a.Prepare(Isa::kRef, t, q.data(), m, hd);
+            AttentionScoresQ(Isa::kRef, t, head, row_bytes, hd, n, a, ref.data(), lds);
+          }
+          for (Isa isa : PresentIsas()) {
+            Activations a;
+            a.Prepare(isa, t, q.data(), m, hd);
+            std::vector<float> s(static_cast<size_t>(m * lds), -777.0f);
+            AttentionScoresQ(isa, t, head, row_bytes, hd, n, a, s.data(), lds);
+            for (int64_t j = 0; j < m; ++j) {
+              const std::vector<float> qs = SeenX(a, j);
+              for (int64_t i = 0; i < n; ++i) {
+                double want = 0, mag = 0;
+                for (int64_t d = 0; d < hd; ++d) {
+                  want += double(qs[d]) * kf[i * hd + d];
+                  mag += std::fabs(double(qs[d]) * kf[i * hd + d]);
+                }
+                ASSERT_NEAR(s[j * lds + i], want, 1e-5 * mag + 1e-30)
+                    << IsaName(isa) << " " << TypeName(static_cast<uint32_t>(t)) << " hd=" << hd << " n=" << n
+                    << " m=" << m << " head " << j << " position " << i;
+              }
+              for (int64_t i = n; i < lds; ++i) ASSERT_EQ(s[j * lds + i], -777.0f) << "wrote past n";
+            }
+            // x86's kernel sums q4_0 blocks in the reference's order (NEON runs its matmul kernel).
+            if (t == GgmlType::kQ4_0 && (isa == Isa::kAvx2 || isa == Isa::kAvx512))
+              ASSERT_EQ(0, std::memcmp(s.data(), ref.data(), s.size() * sizeof(float)))
+                  << IsaName(isa) << " q4_0 hd=" << hd << " n=" << n << " m=" << m;
+            ++tested;
+          }
+        }
+      }
+    }
+  }
+  std::printf("attention_scores_q: %d problems within float rounding of the integer block sums\n", tested);
+}
+
 // The softmax weights: within 1e-6 relative (about 8 ulp; the polynomial is within 2) of std::exp on every ISA, 0 where the exponent
 // is under e^-87.3 or -inf (a masked score), the sum within float rounding of the weights' sum, and
 // every tail length.
