@@ -11,17 +11,23 @@
 
 namespace edgedecode::llm {
 
+bool Context::ByHead(GgmlType t) const {
+  return t == GgmlType::kF32 || t == GgmlType::kF16 || model_.config().head_dim % 32 == 0;
+}
+
+size_t Context::HeadRowOffset(GgmlType t, int kvh, int pos) const {
+  return (static_cast<size_t>(kvh) * n_ctx_ + static_cast<size_t>(pos)) * RowBytes(t, model_.config().head_dim);
+}
+
 // Where attention reads head kvh of positions [t0, t0+nt) of a layer's cache (c): in place, in the stored
-// type, one row per position at the cache's row stride -- unless the type is quantized and its blocks
-// span heads (head_dim % 32 != 0, stories260K), when the rows are dequantized into `tmp` (nt x head_dim
-// floats) and read from there.
+// type, contiguous rows of the head-major layout -- unless the type is quantized and its blocks span
+// heads (head_dim % 32 != 0, stories260K), when the position-major rows (row_bytes apart) are dequantized
+// into `tmp` (nt x head_dim floats) and read from there.
 Context::HeadRows Context::HeadRowsAt(const uint8_t* c, size_t row_bytes, GgmlType t, int kvh, int t0, int nt,
                                       std::vector<float>* tmp) const {
   const ModelConfig& cfg = model_.config();
   const int hd = cfg.head_dim;
-  const bool in_place = t == GgmlType::kF32 || t == GgmlType::kF16 || hd % 32 == 0;
-  if (in_place)
-    return {c + static_cast<size_t>(t0) * row_bytes + RowBytes(t, static_cast<int64_t>(kvh) * hd), row_bytes, t};
+  if (ByHead(t)) return {c + HeadRowOffset(t, kvh, t0), RowBytes(t, hd), t};
   const int kvd = cfg.kv_dim();
   tmp->resize(static_cast<size_t>(nt + 1) * kvd);
   float* row = tmp->data() + static_cast<size_t>(nt) * kvd;  // the whole row, then this head's slice
@@ -34,8 +40,7 @@ Context::HeadRows Context::HeadRowsAt(const uint8_t* c, size_t row_bytes, GgmlTy
 
 // The type the queries are prepared for: the K type read in place, else f32 (see HeadRowsAt).
 GgmlType Context::KeyReadType() const {
-  const GgmlType t = params_.type_k;
-  return t == GgmlType::kF32 || t == GgmlType::kF16 || model_.config().head_dim % 32 == 0 ? t : GgmlType::kF32;
+  return ByHead(params_.type_k) ? params_.type_k : GgmlType::kF32;
 }
 
 Context::AttentionItem Context::AttentionItemAt(int64_t item, int m, int p0, float* qr) {
@@ -67,8 +72,8 @@ void Context::AttendF16(const uint8_t* kc, const uint8_t* vc, int kvh, const flo
   for (int d = 0; d < hd; ++d) qh[d] = quant::FloatToHalf(q[d]), acc[d] = 0;
   float M = -INFINITY, S = 0.0f;
   for (int t = 0; t < n; ++t) {
-    const uint16_t* k = reinterpret_cast<const uint16_t*>(kc + static_cast<size_t>(t) * k_row_) + kvh * hd;
-    const uint16_t* v = reinterpret_cast<const uint16_t*>(vc + static_cast<size_t>(t) * v_row_) + kvh * hd;
+    const uint16_t* k = reinterpret_cast<const uint16_t*>(kc + HeadRowOffset(GgmlType::kF16, kvh, t));
+    const uint16_t* v = reinterpret_cast<const uint16_t*>(vc + HeadRowOffset(GgmlType::kF16, kvh, t));
     double dot = 0;
     for (int d = 0; d < hd; ++d) dot += static_cast<double>(quant::HalfToFloat(qh[d]) * quant::HalfToFloat(k[d]));
     const float s = static_cast<float>(dot) * scale;
@@ -88,9 +93,10 @@ void Context::AttendF16(const uint8_t* kc, const uint8_t* vc, int kvh, const flo
 }
 
 // Causal attention of the m new tokens (positions p0..p0+m-1) over the cache, with online softmax (no
-// score matrix). One work item is (token, KV head); its group of query heads (GQA) is one small matmul
-// against the keys, read in their stored type (q8_0 / q4_0 keys: integer dot products with the queries
-// quantized to 8-bit blocks, as for the weights), then the weighted sum of the V rows, also read in
+// score matrix). One work item is (token, KV head); its group of query heads (GQA) is scored against
+// the keys read in their stored type (f16 keys: kernels::AttentionScores with f32 queries; q8_0 / q4_0
+// keys: kernels::AttentionScoresQ, integer dot products with the queries quantized to 8-bit blocks, as
+// for the weights; f32 keys: the f32 matmul dot), then the weighted sum of the V rows, also read in
 // place. The cache is walked in chunks of kAttnChunk positions; the running maximum moves once per
 // chunk. Items are ordered so that any contiguous range mixes short and long histories (balanced threads).
 void Context::Attention(int layer, int m, int p0) {
@@ -102,6 +108,9 @@ void Context::Attention(int layer, int m, int p0) {
   const uint8_t* vc = v_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * v_row_;
   const kernels::Isa isa = params_.isa;
   const GgmlType kt = KeyReadType();
+  // f16 keys: the scores kernel with f32 queries. f32 keys (the oracle tests' setting, and the float
+  // copy of blocks that span heads) keep the f32 weight-matmul dot, whose order those tests validated.
+  const bool float_k = kt == GgmlType::kF16;
   constexpr int C = kAttnChunk;
   pool_.ParallelFor(static_cast<int64_t>(m) * c.n_kv_heads, 1, [&](int64_t b, int64_t e, int) {
     kernels::Activations qa;
@@ -114,14 +123,15 @@ void Context::Attention(int layer, int m, int p0) {
         for (int g = 0; g < group; ++g) AttendF16(kc, vc, kvh, it.q + g * hd, it.n, it.out + g * hd);
         continue;
       }
-      qa.Prepare(isa, kt, it.q, group, hd);
+      if (!float_k) qa.Prepare(isa, kt, it.q, group, hd);
       std::fill(acc.begin(), acc.end(), 0.0f);
       std::fill(mx.begin(), mx.end(), -INFINITY);
       std::fill(sum.begin(), sum.end(), 0.0f);
       for (int t0 = 0; t0 < it.n; t0 += C) {
         const int nt = std::min(C, it.n - t0);
         const HeadRows K = HeadRowsAt(kc, k_row_, params_.type_k, kvh, t0, nt, &ktmp);
-        kernels::MatMulStrided(isa, K.type, K.rows, K.stride, hd, 0, nt, qa, s.data(), C);
+        if (float_k) kernels::AttentionScores(isa, K.type, K.rows, K.stride, hd, nt, it.q, hd, group, s.data(), C);
+        else kernels::AttentionScoresQ(isa, K.type, K.rows, K.stride, hd, nt, qa, s.data(), C);
         for (int g = 0; g < group; ++g) {
           float* sg = s.data() + static_cast<size_t>(g) * C;
           float cm = mx[g];
@@ -156,6 +166,9 @@ void Context::AttentionFullScores(int layer, int m, int p0) {
   const uint8_t* vc = v_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * v_row_;
   const kernels::Isa isa = params_.isa;
   const GgmlType kt = KeyReadType();
+  // f16 keys: the scores kernel with f32 queries. f32 keys (the oracle tests' setting, and the float
+  // copy of blocks that span heads) keep the f32 weight-matmul dot, whose order those tests validated.
+  const bool float_k = kt == GgmlType::kF16;
   constexpr int C = kAttnChunk;
   const int64_t n_max = p0 + m;
   pool_.ParallelFor(static_cast<int64_t>(m) * c.n_kv_heads, 1, [&](int64_t b, int64_t e, int) {
@@ -166,11 +179,12 @@ void Context::AttentionFullScores(int layer, int m, int p0) {
       const int kvh = static_cast<int>(item % c.n_kv_heads);
       const AttentionItem it = AttentionItemAt(item, m, p0, qr.data());
       const int n = it.n;
-      qa.Prepare(isa, kt, it.q, group, hd);
+      if (!float_k) qa.Prepare(isa, kt, it.q, group, hd);
       for (int t0 = 0; t0 < n; t0 += C) {  // scores: Q K^T, row g at sc + g * n_max
         const int nt = std::min(C, n - t0);
         const HeadRows K = HeadRowsAt(kc, k_row_, params_.type_k, kvh, t0, nt, &ktmp);
-        kernels::MatMulStrided(isa, K.type, K.rows, K.stride, hd, 0, nt, qa, sc.data() + t0, n_max);
+        if (float_k) kernels::AttentionScores(isa, K.type, K.rows, K.stride, hd, nt, it.q, hd, group, sc.data() + t0, n_max);
+        else kernels::AttentionScoresQ(isa, K.type, K.rows, K.stride, hd, nt, qa, sc.data() + t0, n_max);
       }
       for (int g = 0; g < group; ++g) {  // softmax over the whole row
         float* r = sc.data() + static_cast<size_t>(g) * n_max;

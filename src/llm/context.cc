@@ -319,9 +319,14 @@ void Context::RopeAndWriteKv(int layer, const LayerWeights& L, int m, int p0) {
       for (int h = 0; h < c.n_kv_heads; ++h) Hadamard(k + static_cast<size_t>(h) * c.head_dim, c.head_dim);
     }
   };
+  auto write_row = [&](GgmlType t, const float* x, uint8_t* cache, size_t row_bytes, int pos) {
+    if (!ByHead(t)) return quant::QuantizeRow(t, x, cache + static_cast<size_t>(pos) * row_bytes, kvd);
+    for (int h = 0; h < c.n_kv_heads; ++h)
+      quant::QuantizeRow(t, x + static_cast<size_t>(h) * c.head_dim, cache + HeadRowOffset(t, h, pos), c.head_dim);
+  };
   auto write = [&](int i) {
-    quant::QuantizeRow(params_.type_k, k_.data() + static_cast<size_t>(i) * kvd, kc + static_cast<size_t>(p0 + i) * k_row_, kvd);
-    quant::QuantizeRow(params_.type_v, v_.data() + static_cast<size_t>(i) * kvd, vc + static_cast<size_t>(p0 + i) * v_row_, kvd);
+    write_row(params_.type_k, k_.data() + static_cast<size_t>(i) * kvd, kc, k_row_, p0 + i);
+    write_row(params_.type_v, v_.data() + static_cast<size_t>(i) * kvd, vc, v_row_, p0 + i);
   };
   const uint64_t rope_bytes = static_cast<uint64_t>(m) * (qd + kvd) * 8 + (c.qkv_bias ? static_cast<uint64_t>(m) * kvd * 8 : 0);
   const uint64_t write_bytes = static_cast<uint64_t>(m) * (2 * kvd * 4 + k_row_ + v_row_);

@@ -107,7 +107,7 @@ class Context {
   void AttendF16(const uint8_t* kc, const uint8_t* vc, int kvh, const float* q, int n, float* out) const;
   // Positions attention reads per step (scores of a chunk, then its V rows).
   static constexpr int kAttnChunk = 128;
-  // Head kvh of nt consecutive cache rows as attention reads them: nt rows of head_dim elements of
+  // Head kvh of nt consecutive cache positions as attention reads them: nt rows of head_dim elements of
   // `type`, `stride` bytes apart (in the cache itself, or a float copy for blocks that span heads).
   struct HeadRows {
     const uint8_t* rows;
@@ -148,11 +148,18 @@ class Context {
   uint64_t ActBytes(int m, int64_t k) const;  // bytes of acts_ a matmul reads
   Profiler* prof_ = nullptr;
 
-  // KV cache stored per KV head (never expanded to the query heads); each position's row of kv_dim
-  // elements is one row of type_k / type_v (quantized blocks span heads when head_dim < 32).
-  std::vector<uint8_t> k_cache_;  // (layer, n_ctx, RowBytes(type_k, kv_dim))
-  std::vector<uint8_t> v_cache_;  // (layer, n_ctx, RowBytes(type_v, kv_dim))
-  size_t k_row_ = 0, v_row_ = 0;  // bytes per position
+  // KV cache stored per KV head (never expanded to the query heads). Where a head's row is whole blocks
+  // of the type (f32, f16, or head_dim % 32 == 0: ByHead) a layer is head-major, (kv_head, n_ctx,
+  // RowBytes(type, head_dim)), so that attention streams each head's rows contiguously and reads no
+  // cache line of another head (position-major rows of 68-byte q8_0 heads cost as many lines as f16).
+  // Otherwise (stories260K, head_dim 8) position-major, (n_ctx, RowBytes(type, kv_dim)): blocks span
+  // heads. The same bytes either way.
+  std::vector<uint8_t> k_cache_;  // (layer, kv_head, n_ctx, head row) or (layer, n_ctx, row of kv_dim)
+  std::vector<uint8_t> v_cache_;  // as k_cache_, of type_v
+  size_t k_row_ = 0, v_row_ = 0;  // bytes per position (all heads)
+  bool ByHead(GgmlType t) const;
+  // Byte offset of head kvh of position pos in a layer's cache of type t (ByHead(t) only).
+  size_t HeadRowOffset(GgmlType t, int kvh, int pos) const;
   bool rotate_k_ = false;
 
   // Scratch for one batch of up to n_batch tokens.
