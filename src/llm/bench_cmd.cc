@@ -75,7 +75,7 @@ int BenchMain(int argc, char** argv) {
   int n_prompt = 512, n_gen = 128, reps = 3, depth = 0, verify = 0, n_batch = 512;
   bool json = false, no_repack = false;
   std::string kv_type = "f16";
-  app.add_option("--kv-type", kv_type, "KV cache type: f16, q8_0, q4_0, f32")->capture_default_str();
+  app.add_option("--kv-type", kv_type, "KV cache types, comma-separated (f16, q8_0, q4_0, f32); with several, the decode runs alternate between them")->capture_default_str();
   app.add_option("-m,--model", model_path, "GGUF model file")->required();
   app.add_option("-p,--n-prompt", n_prompt, "prefill test length (0 = skip)")->capture_default_str();
   app.add_option("-n,--n-gen", n_gen, "decode test length (0 = skip)")->capture_default_str();
@@ -116,123 +116,159 @@ int BenchMain(int argc, char** argv) {
   if (!json)
     std::printf("| model | size MiB | threads | kernels | test | t/s median | min..max | GB/s read | roofline t/s | %% of roofline |\n"
                 "|---|---|---|---|---|---|---|---|---|---|\n");
-  for (int threads : ParseList(threads_arg)) {
-    llm::ContextParams cp;
-    cp.n_threads = threads;
-    cp.isa = *isa;
-    cp.n_batch = n_batch;
-    cp.fusions = *fusions;
-    if (!ParseGgmlType(kv_type, &cp.type_k)) { std::fprintf(stderr, "edgedecode: unknown KV type '%s'\n", kv_type.c_str()); return 2; }
-    cp.type_v = cp.type_k;
-    cp.n_ctx = std::max(n_prompt, depth + n_gen + std::max(verify, 1) + 8);
-    auto ctx = llm::Context::Create(m, cp);
-    if (!ctx.ok()) {
-      std::fprintf(stderr, "edgedecode: %s\n", ctx.status().message().c_str());
-      return 2;
+  std::vector<GgmlType> kv_types;
+  {
+    std::stringstream ss(kv_type);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      GgmlType t;
+      if (!ParseGgmlType(item, &t) || !(t == GgmlType::kF16 || t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0 || t == GgmlType::kF32)) {
+        std::fprintf(stderr, "edgedecode: unknown KV type '%s' (f16, q8_0, q4_0, f32)\n", item.c_str());
+        return 2;
+      }
+      kv_types.push_back(t);
     }
-    llm::Context& c = **ctx;
-    llm::Profiler* prof = nullptr;  // the current test's, while profiling
-    auto new_profile = [&](const std::string& test) {
-      if (!po.on()) return;
+    if (kv_types.empty()) { std::fprintf(stderr, "edgedecode: --kv-type needs at least one type\n"); return 2; }
+  }
+  const bool label_kv = kv_types.size() > 1 || kv_types[0] != GgmlType::kF16;
+  const std::string tg_name = "tg" + std::to_string(n_gen) + (depth ? "@d" + std::to_string(depth) : "");
+  for (int threads : ParseList(threads_arg)) {
+    // One context per KV type. Prefill runs type after type; the decode runs alternate between the types
+    // (run r of every type, then run r + 1), so that a shared machine's slow spells hit all of them alike.
+    struct KvRun {
+      GgmlType kv;
+      std::unique_ptr<llm::Context> ctx;
+      llm::Profiler* prof = nullptr;
+      std::vector<double> tps, gbps, step_s;
+    };
+    std::vector<KvRun> runs;
+    for (GgmlType kv : kv_types) {
+      llm::ContextParams cp;
+      cp.n_threads = threads;
+      cp.isa = *isa;
+      cp.n_batch = n_batch;
+      cp.fusions = *fusions;
+      cp.type_k = cp.type_v = kv;
+      cp.n_ctx = std::max(n_prompt, depth + n_gen + std::max(verify, 1) + 8);
+      auto ctx = llm::Context::Create(m, cp);
+      if (!ctx.ok()) {
+        std::fprintf(stderr, "edgedecode: %s\n", ctx.status().message().c_str());
+        return 2;
+      }
+      runs.push_back(KvRun{kv, std::move(*ctx)});
+    }
+    auto label = [&](const std::string& test, GgmlType kv) {
+      return label_kv ? test + " kv " + TypeName(static_cast<uint32_t>(kv)) : test;
+    };
+    auto new_profile = [&](const std::string& test, llm::Context& c) -> llm::Profiler* {
+      if (!po.on()) return nullptr;
       profiles.push_back(std::make_unique<llm::Profiler>(c.n_threads(), !po.trace.empty()));
-      prof = profiles.back().get();
-      traced.emplace_back(test + ", " + std::to_string(threads) + " threads", prof);
+      traced.emplace_back(test + ", " + std::to_string(threads) + " threads", profiles.back().get());
+      return profiles.back().get();
     };
     // Profiling covers the measured runs: attached around them, reset after the warm-up run.
-    auto attach = [&](int rep) {
+    auto attach = [&](llm::Context& c, llm::Profiler* prof, int rep) {
       if (prof == nullptr) return;
       if (rep == 1) prof->Reset();
       c.SetProfiler(prof);
     };
-    auto detach = [&] { c.SetProfiler(nullptr); };
-    auto emit = [&](const std::string& test, const std::vector<double>& tps, double gbps, double roof) {
+    auto emit = [&](const std::string& test, GgmlType kv, const std::vector<double>& tps, double gbps, double roof,
+                    llm::Profiler* prof) {
       Stats s = Summarize(tps);
+      const std::string name = label(test, kv);
       if (json) {
         nlohmann::json j = {{"model", model_path}, {"size_bytes", m.file().file_size()}, {"threads", threads},
-                            {"kernels", kernels::IsaName(*isa)}, {"test", test}, {"tps_median", s.median},
-                            {"tps_min", s.min}, {"tps_max", s.max}, {"runs", tps.size()}};
+                            {"kernels", kernels::IsaName(*isa)}, {"test", test}, {"kv_type", TypeName(static_cast<uint32_t>(kv))},
+                            {"tps_median", s.median}, {"tps_min", s.min}, {"tps_max", s.max}, {"runs", tps.size()}};
         if (roof > 0) j.update({{"read_gb_s", gbps}, {"roofline_tps", roof}, {"roofline_pct", 100 * s.median / roof}});
         if (!fusions->all_on()) j["fusions_off"] = fusions->OffList();
         if (prof != nullptr && po.profile) j["profile"] = prof->ToJson();
         std::printf("%s\n", j.dump().c_str());
       } else if (roof > 0) {
         std::printf("| %s | %.0f | %d | %s | %s | %.2f | %.2f..%.2f | %.1f | %.2f | %.0f%% |\n", m.config().name.c_str(), model_mib,
-                    threads, kernels::IsaName(*isa), test.c_str(), s.median, s.min, s.max, gbps, roof, 100 * s.median / roof);
+                    threads, kernels::IsaName(*isa), name.c_str(), s.median, s.min, s.max, gbps, roof, 100 * s.median / roof);
       } else {
         std::printf("| %s | %.0f | %d | %s | %s | %.2f | %.2f..%.2f | | | |\n", m.config().name.c_str(), model_mib, threads,
-                    kernels::IsaName(*isa), test.c_str(), s.median, s.min, s.max);
+                    kernels::IsaName(*isa), name.c_str(), s.median, s.min, s.max);
       }
       std::fflush(stdout);
       if (prof != nullptr && po.profile) {
-        std::fprintf(stderr, "\n%s, %d threads (profile of the %d measured runs):", test.c_str(), threads, reps);
+        std::fprintf(stderr, "\n%s, %d threads (profile of the %d measured runs):", name.c_str(), threads, reps);
         prof->Print(stderr);
         std::fprintf(stderr, "\n");
       }
     };
     if (n_prompt > 0) {
       std::vector<int32_t> toks = BenchTokens(n_prompt, m.config().n_vocab);
-      std::vector<double> tps;
-      new_profile("pp" + std::to_string(n_prompt));
-      for (int r = 0; r <= reps; ++r) {  // run 0 warms up
-        c.Reset();
-        attach(r);
-        auto t0 = Clock::now();
-        Status st = c.Eval(toks.data(), n_prompt, false);
-        double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        detach();
-        if (!st.ok()) { std::fprintf(stderr, "edgedecode: %s\n", st.message().c_str()); return 1; }
-        if (r > 0) tps.push_back(n_prompt / s);
+      for (KvRun& run : runs) {
+        llm::Context& c = *run.ctx;
+        std::vector<double> tps;
+        llm::Profiler* prof = new_profile(label("pp" + std::to_string(n_prompt), run.kv), c);
+        for (int r = 0; r <= reps; ++r) {  // run 0 warms up
+          c.Reset();
+          attach(c, prof, r);
+          auto t0 = Clock::now();
+          Status st = c.Eval(toks.data(), n_prompt, false);
+          double s = std::chrono::duration<double>(Clock::now() - t0).count();
+          c.SetProfiler(nullptr);
+          if (!st.ok()) { std::fprintf(stderr, "edgedecode: %s\n", st.message().c_str()); return 1; }
+          if (r > 0) tps.push_back(n_prompt / s);
+        }
+        emit("pp" + std::to_string(n_prompt), run.kv, tps, 0, 0, prof);
       }
-      emit("pp" + std::to_string(n_prompt), tps, 0, 0);
     }
     if (n_gen > 0 || verify > 0) {
       std::vector<int32_t> toks = BenchTokens(depth + n_gen + verify + 1, m.config().n_vocab);
-      std::vector<double> tps, gbps, step_s;
-      prof = nullptr;
-      if (n_gen > 0) new_profile("tg" + std::to_string(n_gen) + (depth ? "@d" + std::to_string(depth) : ""));
-      for (int r = 0; r <= reps; ++r) {
-        // The depth is filled once (it is the same tokens every run); later runs cut the cache back to it.
-        if (r == 0 || depth == 0) {
-          c.Reset();
-          if (depth > 0) {
-            Status st = c.Eval(toks.data(), depth, false);
-            if (!st.ok()) { std::fprintf(stderr, "edgedecode: %s\n", st.message().c_str()); return 1; }
-          }
-        } else {
-          c.Truncate(depth);
+      for (KvRun& run : runs) {  // the depth is filled once per context (the same tokens every run)
+        run.ctx->Reset();
+        if (depth > 0) {
+          Status st = run.ctx->Eval(toks.data(), depth, false);
+          if (!st.ok()) { std::fprintf(stderr, "edgedecode: %s\n", st.message().c_str()); return 1; }
         }
-        // Bandwidth beside each run: the machine is shared, so one sample per run, not one per session.
-        if (r > 0) gbps.push_back(bench::MeasureReadBandwidth(threads, size_t{256} << 20, 2) );
-        attach(r);
-        auto t0 = Clock::now();
-        for (int i = 0; i < n_gen; ++i) c.Eval(&toks[static_cast<size_t>(depth + i)], 1, false);
-        double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        detach();
-        if (r > 0 && n_gen > 0) {
-          tps.push_back(n_gen / s);
-          step_s.push_back(s / n_gen);
+        if (n_gen > 0) run.prof = new_profile(label(tg_name, run.kv), *run.ctx);
+      }
+      for (int r = 0; r <= reps; ++r) {  // run 0 warms up
+        for (KvRun& run : runs) {
+          llm::Context& c = *run.ctx;
+          c.Truncate(depth);
+          // Bandwidth beside each run: the machine is shared, so one sample per run, not one per session.
+          if (r > 0) run.gbps.push_back(bench::MeasureReadBandwidth(threads, size_t{256} << 20, 2));
+          attach(c, run.prof, r);
+          auto t0 = Clock::now();
+          for (int i = 0; i < n_gen; ++i) c.Eval(&toks[static_cast<size_t>(depth + i)], 1, false);
+          double s = std::chrono::duration<double>(Clock::now() - t0).count();
+          c.SetProfiler(nullptr);
+          if (r > 0 && n_gen > 0) {
+            run.tps.push_back(n_gen / s);
+            run.step_s.push_back(s / n_gen);
+          }
         }
       }
-      const double bw = Summarize(gbps).median;
-      const double roof = bw * 1e9 / BytesPerToken(m, depth + n_gen / 2, cp.type_k);
-      if (n_gen > 0) emit("tg" + std::to_string(n_gen) + (depth ? "@d" + std::to_string(depth) : ""), tps, bw, roof);
-      if (verify > 0 && n_gen > 0) {
-        std::vector<double> ratio;
-        const double step = Summarize(step_s).median;
-        for (int r = 0; r <= reps; ++r) {
-          c.Truncate(depth);
-          auto t0 = Clock::now();
-          c.Eval(&toks[static_cast<size_t>(depth)], verify, true);
-          double s = std::chrono::duration<double>(Clock::now() - t0).count();
-          if (r > 0) ratio.push_back(s / step);
-        }
-        Stats s = Summarize(ratio);
-        if (json) {
-          std::printf("%s\n", nlohmann::json({{"model", model_path}, {"threads", threads}, {"test", "verify" + std::to_string(verify)},
-                                              {"cost_vs_decode_step_median", s.median}}).dump().c_str());
-        } else {
-          std::printf("| %s | %.0f | %d | %s | verify%d | %.2fx one decode step | %.2f..%.2f | | | |\n", m.config().name.c_str(),
-                      model_mib, threads, kernels::IsaName(*isa), verify, s.median, s.min, s.max);
+      for (KvRun& run : runs) {
+        llm::Context& c = *run.ctx;
+        const double bw = Summarize(run.gbps).median;
+        const double roof = bw * 1e9 / BytesPerToken(m, depth + n_gen / 2, run.kv);
+        if (n_gen > 0) emit(tg_name, run.kv, run.tps, bw, roof, run.prof);
+        if (verify > 0 && n_gen > 0) {
+          std::vector<double> ratio;
+          const double step = Summarize(run.step_s).median;
+          for (int r = 0; r <= reps; ++r) {
+            c.Truncate(depth);
+            auto t0 = Clock::now();
+            c.Eval(&toks[static_cast<size_t>(depth)], verify, true);
+            double s = std::chrono::duration<double>(Clock::now() - t0).count();
+            if (r > 0) ratio.push_back(s / step);
+          }
+          Stats s = Summarize(ratio);
+          const std::string vname = label("verify" + std::to_string(verify), run.kv);
+          if (json) {
+            std::printf("%s\n", nlohmann::json({{"model", model_path}, {"threads", threads}, {"test", "verify" + std::to_string(verify)},
+                                                {"kv_type", TypeName(static_cast<uint32_t>(run.kv))},
+                                                {"cost_vs_decode_step_median", s.median}}).dump().c_str());
+          } else {
+            std::printf("| %s | %.0f | %d | %s | %s | %.2fx one decode step | %.2f..%.2f | | | |\n", m.config().name.c_str(),
+                        model_mib, threads, kernels::IsaName(*isa), vname.c_str(), s.median, s.min, s.max);
+          }
         }
       }
     }
