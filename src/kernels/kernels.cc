@@ -256,15 +256,21 @@ void AccumulateRows(Isa isa, GgmlType vt, const void* V, size_t row_bytes, int64
       quant::DequantizeRow(vt, r, row.data(), hd);
     } else {
       for (int64_t b = 0; b < hd / 32; ++b) {
+        float* rb = row.data() + 32 * b;
         uint16_t d16;
-        const uint8_t* blk = r + b * RowBytes(vt, 32);
-        std::memcpy(&d16, blk, 2);  // both block types start with the fp16 scale
-        for (int e = 0; e < 32; ++e) {
-          const int q = vt == GgmlType::kQ8_0 ? static_cast<int8_t>(blk[2 + e])
-                                               : (e < 16 ? blk[2 + e] & 0x0F : blk[2 + e - 16] >> 4) - 8;
-          row[static_cast<size_t>(32 * b + e)] = static_cast<float>(q);
-          scale[static_cast<size_t>(32 * b + e)] = quant::HalfToFloat(d16);
+        if (vt == GgmlType::kQ8_0) {
+          const auto& blk = reinterpret_cast<const quant::BlockQ8_0*>(r)[b];
+          for (int e = 0; e < 32; ++e) rb[e] = static_cast<float>(blk.qs[e]);
+          d16 = blk.d;
+        } else {
+          const auto& blk = reinterpret_cast<const quant::BlockQ4_0*>(r)[b];
+          for (int e = 0; e < 16; ++e) {
+            rb[e] = static_cast<float>((blk.qs[e] & 0x0F) - 8);
+            rb[e + 16] = static_cast<float>((blk.qs[e] >> 4) - 8);
+          }
+          d16 = blk.d;
         }
+        std::fill(scale.begin() + 32 * b, scale.begin() + 32 * (b + 1), quant::HalfToFloat(d16));
       }
     }
     for (int64_t j = 0; j < m; ++j)

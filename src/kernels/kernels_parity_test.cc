@@ -390,6 +390,22 @@ TEST(KernelsParity, AccumulateRowsIsExact) {
   std::printf("accumulate_rows: %d problems bit-exact against the reference\n", tested);
 }
 
+// n random cache rows of 3 heads of hd elements of type t (K, RowBytes(t, 3 * hd) apart); returns the
+// middle head's values as the cache holds them (n x hd floats), which the scores tests read at a stride.
+std::vector<float> KeysOfThreeHeadRows(GgmlType t, int64_t hd, int64_t n, std::mt19937& rng, std::vector<uint8_t>* K) {
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const size_t row_bytes = RowBytes(t, 3 * hd);
+  K->assign(row_bytes * n, 0);
+  std::vector<float> xr(static_cast<size_t>(3 * hd)), kf(static_cast<size_t>(n * hd));
+  for (int64_t i = 0; i < n; ++i) {
+    for (float& f : xr) f = nd(rng);
+    quant::QuantizeRow(t, xr.data(), K->data() + i * row_bytes, 3 * hd);
+    quant::DequantizeRow(t, K->data() + i * row_bytes, xr.data(), 3 * hd);
+    std::memcpy(kf.data() + i * hd, xr.data() + hd, sizeof(float) * hd);
+  }
+  return kf;
+}
+
 // Attention's Q.K scores over float keys: every ISA within float rounding of the reference's double sums
 // (|err| <= 1e-5 * sum|q_d k_d|, the float-path tolerance above), for positions not a multiple of the
 // lane count, odd head counts (the AVX-512 build pairs heads), head dims with and without a vector tail,
@@ -402,14 +418,8 @@ TEST(KernelsParity, AttentionScoresMatchReference) {
     for (int64_t hd : {4, 12, 64, 80, 128}) {
       const size_t row_bytes = RowBytes(t, 3 * hd);  // rows of 3 heads, the middle one read
       for (int64_t n : {1, 7, 8, 33, 128}) {
-        std::vector<uint8_t> K(row_bytes * n);
-        std::vector<float> xr(static_cast<size_t>(3 * hd)), kf(static_cast<size_t>(n * hd));
-        for (int64_t i = 0; i < n; ++i) {
-          for (float& f : xr) f = nd(rng);
-          quant::QuantizeRow(t, xr.data(), K.data() + i * row_bytes, 3 * hd);
-          quant::DequantizeRow(t, K.data() + i * row_bytes, xr.data(), 3 * hd);
-          std::memcpy(kf.data() + i * hd, xr.data() + hd, sizeof(float) * hd);
-        }
+        std::vector<uint8_t> K;
+        const std::vector<float> kf = KeysOfThreeHeadRows(t, hd, n, rng, &K);
         const uint8_t* head = K.data() + RowBytes(t, hd);
         for (int64_t m : {1, 2, 3, 8}) {
           const int64_t ldq = hd + 1, lds = n + 2;
@@ -452,14 +462,8 @@ TEST(KernelsParity, AttentionScoresQMatchReference) {
     for (int64_t hd : {32, 64, 128}) {
       const size_t row_bytes = RowBytes(t, 3 * hd);
       for (int64_t n : {1, 7, 8, 33, 128}) {
-        std::vector<uint8_t> K(row_bytes * n);
-        std::vector<float> xr(static_cast<size_t>(3 * hd)), kf(static_cast<size_t>(n * hd));
-        for (int64_t i = 0; i < n; ++i) {
-          for (float& f : xr) f = nd(rng);
-          quant::QuantizeRow(t, xr.data(), K.data() + i * row_bytes, 3 * hd);
-          quant::DequantizeRow(t, K.data() + i * row_bytes, xr.data(), 3 * hd);
-          std::memcpy(kf.data() + i * hd, xr.data() + hd, sizeof(float) * hd);
-        }
+        std::vector<uint8_t> K;
+        const std::vector<float> kf = KeysOfThreeHeadRows(t, hd, n, rng, &K);
         const uint8_t* head = K.data() + RowBytes(t, hd);
         for (int64_t m : {1, 2, 3, 8}) {
           std::vector<float> q(static_cast<size_t>(m * hd));
@@ -491,9 +495,10 @@ TEST(KernelsParity, AttentionScoresQMatchReference) {
               for (int64_t i = n; i < lds; ++i) ASSERT_EQ(s[j * lds + i], -777.0f) << "wrote past n";
             }
             // x86's kernel sums q4_0 blocks in the reference's order (NEON runs its matmul kernel).
-            if (t == GgmlType::kQ4_0 && (isa == Isa::kAvx2 || isa == Isa::kAvx512))
+            if (t == GgmlType::kQ4_0 && (isa == Isa::kAvx2 || isa == Isa::kAvx512)) {
               ASSERT_EQ(0, std::memcmp(s.data(), ref.data(), s.size() * sizeof(float)))
                   << IsaName(isa) << " q4_0 hd=" << hd << " n=" << n << " m=" << m;
+            }
             ++tested;
           }
         }
@@ -532,7 +537,9 @@ TEST(KernelsParity, ExpSubSumMatchesStdExp) {
         ws += w[i];
       }
       EXPECT_EQ(w[0], 1.0f) << IsaName(isa);
-      if (n > 2) EXPECT_EQ(w[2], 0.0f) << IsaName(isa);
+      if (n > 2) {
+        EXPECT_EQ(w[2], 0.0f) << IsaName(isa);
+      }
       EXPECT_NEAR(sum, ws, 1e-6 * ws) << IsaName(isa) << " n=" << n;
     }
   }

@@ -38,7 +38,10 @@ Context::HeadRows Context::HeadRowsAt(const uint8_t* c, size_t row_bytes, GgmlTy
   return {reinterpret_cast<const uint8_t*>(tmp->data()), sizeof(float) * hd, GgmlType::kF32};
 }
 
-// The type the queries are prepared for: the K type read in place, else f32 (see HeadRowsAt).
+// The type the keys are read in: the K type in place, else f32 (see HeadRowsAt). f16 keys are scored by
+// kernels::AttentionScores with f32 queries; the others by AttentionScoresQ with the queries prepared for
+// this type -- for f32 keys (the oracle tests' setting, and the float copy of blocks that span heads)
+// that is the f32 weight-matmul dot, whose order those tests validated.
 GgmlType Context::KeyReadType() const {
   return ByHead(params_.type_k) ? params_.type_k : GgmlType::kF32;
 }
@@ -108,9 +111,7 @@ void Context::Attention(int layer, int m, int p0) {
   const uint8_t* vc = v_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * v_row_;
   const kernels::Isa isa = params_.isa;
   const GgmlType kt = KeyReadType();
-  // f16 keys: the scores kernel with f32 queries. f32 keys (the oracle tests' setting, and the float
-  // copy of blocks that span heads) keep the f32 weight-matmul dot, whose order those tests validated.
-  const bool float_k = kt == GgmlType::kF16;
+  const bool float_k = kt == GgmlType::kF16;  // see KeyReadType
   constexpr int C = kAttnChunk;
   pool_.ParallelFor(static_cast<int64_t>(m) * c.n_kv_heads, 1, [&](int64_t b, int64_t e, int) {
     kernels::Activations qa;
@@ -166,9 +167,7 @@ void Context::AttentionFullScores(int layer, int m, int p0) {
   const uint8_t* vc = v_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * v_row_;
   const kernels::Isa isa = params_.isa;
   const GgmlType kt = KeyReadType();
-  // f16 keys: the scores kernel with f32 queries. f32 keys (the oracle tests' setting, and the float
-  // copy of blocks that span heads) keep the f32 weight-matmul dot, whose order those tests validated.
-  const bool float_k = kt == GgmlType::kF16;
+  const bool float_k = kt == GgmlType::kF16;  // see KeyReadType
   constexpr int C = kAttnChunk;
   const int64_t n_max = p0 + m;
   pool_.ParallelFor(static_cast<int64_t>(m) * c.n_kv_heads, 1, [&](int64_t b, int64_t e, int) {

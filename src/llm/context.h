@@ -116,7 +116,7 @@ class Context {
   };
   HeadRows HeadRowsAt(const uint8_t* c, size_t row_bytes, GgmlType t, int kvh, int t0, int nt,
                       std::vector<float>* tmp) const;
-  GgmlType KeyReadType() const;  // the weight type the queries are prepared for
+  GgmlType KeyReadType() const;  // the type the keys are read in (and the queries prepared for)
   // One attention work item (token, KV head) of a batch of m tokens at p0: which token (ordered 0, m-1,
   // 1, m-2, ... so that any range of items mixes short and long histories), how many positions it sees,
   // its group's queries (rotated into qr when the keys were stored rotated) and its output.
