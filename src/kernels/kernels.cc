@@ -156,9 +156,14 @@ void Activations::Fill(const float* X, int64_t j0, int64_t j1) {
     std::copy(X + j0 * k, X + j1 * k, xf_.begin() + j0 * k);
     return;
   }
+  const detail::X86Kernels* simd = TypeTraits(wt).block_size == 32 ? X86For(isa_) : nullptr;
   for (int64_t j = j0; j < j1; ++j) {
-    detail::QuantizeQ8(wt, X + j * k, k, qs_.data() + j * k, d_.data() + j * (k / 32), ds_.data() + j * (k / 32),
-                       bs_.data() + j * (k / 16));
+    if (simd != nullptr)
+      simd->quantize_q8(X + j * k, k, qs_.data() + j * k, d_.data() + j * (k / 32), ds_.data() + j * (k / 32),
+                        bs_.data() + j * (k / 16));
+    else
+      detail::QuantizeQ8(wt, X + j * k, k, qs_.data() + j * k, d_.data() + j * (k / 32), ds_.data() + j * (k / 32),
+                         bs_.data() + j * (k / 16));
     if (wt == GgmlType::kQ4_0) {
       const int16_t* bs = bs_.data() + j * (k / 16);
       int32_t* c8 = c8_.data() + j * (k / 32);

@@ -243,6 +243,46 @@ TEST(KernelsParity, ActivationsReuseAcrossShapes) {
   }
 }
 
+// The activation quantizer of each ISA gives the reference's q8 blocks bit for bit (qs, d, d*sum and the
+// 16-element sums), over random blocks and awkward ones: all zero, a single value, exact rounding ties
+// (x * 127/amax = n + 0.5), negative maxima, tiny (subnormal scale) and huge magnitudes.
+TEST(KernelsParity, ActivationQuantizationIsExact) {
+  const int64_t k = 32 * 12;
+  std::vector<float> x(static_cast<size_t>(k));
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int64_t i = 0; i < k; ++i) x[static_cast<size_t>(i)] = nd(rng);
+  for (int i = 0; i < 32; ++i) x[static_cast<size_t>(32 + i)] = 0.0f;                    // block 1: zeros
+  for (int i = 0; i < 32; ++i) x[static_cast<size_t>(64 + i)] = i == 5 ? -3.0f : 0.0f;    // block 2: one value
+  for (int i = 0; i < 32; ++i) x[static_cast<size_t>(96 + i)] = (i - 16) * 0.5f;          // block 3: ties
+  for (int i = 0; i < 32; ++i) x[static_cast<size_t>(128 + i)] = -127.0f + 2.0f * i + 0.5f; // block 4: ties, -max
+  for (int i = 0; i < 32; ++i) x[static_cast<size_t>(160 + i)] *= 1e-38f;                 // block 5: tiny
+  for (int i = 0; i < 32; ++i) x[static_cast<size_t>(192 + i)] *= 1e30f;                  // block 6: huge
+  x[224] = 254.0f, x[225] = 1.0f, x[226] = -1.0f, x[227] = 3.0f;                             // block 7: 0.5 ties
+  int tested = 0;
+  for (Isa isa : PresentIsas()) {
+    if (isa == Isa::kRef) continue;
+    for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ5_1}) {
+      Activations ref, got;
+      ref.Prepare(Isa::kRef, t, x.data(), 1, k);
+      got.Prepare(isa, t, x.data(), 1, k);
+      ASSERT_TRUE(got.quantized()) << IsaName(isa);
+      ASSERT_EQ(std::memcmp(ref.qs(0), got.qs(0), static_cast<size_t>(k)), 0) << IsaName(isa) << " qs";
+      for (int64_t b = 0; b < k / 32; ++b) {
+        EXPECT_EQ(quant::FloatBits(ref.d(0)[b]), quant::FloatBits(got.d(0)[b])) << IsaName(isa) << " block " << b;
+        EXPECT_EQ(quant::FloatBits(ref.ds(0)[b]), quant::FloatBits(got.ds(0)[b])) << IsaName(isa) << " block " << b;
+        EXPECT_EQ(ref.bsum16(0)[2 * b], got.bsum16(0)[2 * b]);
+        EXPECT_EQ(ref.bsum16(0)[2 * b + 1], got.bsum16(0)[2 * b + 1]);
+        if (t == GgmlType::kQ4_0) {
+          EXPECT_EQ(ref.neg8sum(0)[b], got.neg8sum(0)[b]);
+        }
+      }
+      ++tested;
+    }
+  }
+  if (tested == 0) GTEST_SKIP() << "no SIMD ISA on this CPU";
+}
+
 // q4_0 repacked by 8 rows: bit-identical to a scalar model of the order it promises (per row, block by
 // block: acc = fma(float(exact int block sum), d_w * d_x, acc), llama.cpp's repacked order), within the
 // tight bound of the unpacked kernel, and bit-identical for any split of the rows at multiples of 8.
