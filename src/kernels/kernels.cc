@@ -311,6 +311,13 @@ void AttentionScoresQ(Isa isa, GgmlType kt, const void* K, size_t row_bytes, int
   MatMulStrided(isa, kt, K, row_bytes, hd, 0, n, q, s, lds);
 }
 
+float ScaleMax(Isa isa, float* s, int64_t n, float scale, float init) {
+  if (const detail::X86Kernels* x = X86For(isa)) return x->scale_max(s, n, scale, init);
+  float m = init;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, s[i] *= scale);
+  return m;
+}
+
 float ExpSubSum(Isa isa, const float* s, float mx, float* w, int64_t n) {
   if (const detail::X86Kernels* x = X86For(isa)) return x->exp_sub_sum(s, mx, w, n);
   if (const detail::NeonKernels* x = NeonFor(isa)) return x->exp_sub_sum(s, mx, w, n);

@@ -101,6 +101,9 @@ void AttentionScores(Isa isa, GgmlType kt, const void* K, size_t row_bytes, int6
 // and x86 paths are bit-identical, q8_0 within float rounding).
 void AttentionScoresQ(Isa isa, GgmlType kt, const void* K, size_t row_bytes, int64_t hd, int64_t n,
                       const Activations& q, float* s, int64_t lds);
+// s[i] *= scale for i < n; returns the largest s[i] (after scaling) or `init` if larger: the softmax's
+// scaled scores and their running maximum in one pass. Exact on every ISA (a product and a max per element).
+float ScaleMax(Isa isa, float* s, int64_t n, float scale, float init);
 // w[i] = exp(s[i] - mx) for i < n (s[i] <= mx: the softmax weights; w may be s); returns their sum. SIMD paths use a
 // polynomial within 2 ulp of std::exp (0 below e^-87.3); ref uses std::exp and sums in order.
 float ExpSubSum(Isa isa, const float* s, float mx, float* w, int64_t n);

@@ -22,6 +22,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -551,6 +552,30 @@ TEST(KernelsParity, AttentionScoresQMatchReference) {
 // The softmax weights: within 1e-6 relative (about 8 ulp; the polynomial is within 2) of std::exp on every ISA, 0 where the exponent
 // is under e^-87.3 or -inf (a masked score), the sum within float rounding of the weights' sum, and
 // every tail length.
+// Scaled scores and their maximum: every element scaled exactly as the scalar product, the max (with
+// the running value) exact, every tail length, -inf scores and a running max above all of them.
+TEST(KernelsParity, ScaleMaxIsExact) {
+  std::mt19937 rng(44);
+  std::normal_distribution<float> nd(0.0f, 30.0f);
+  for (int64_t n : {1, 5, 8, 13, 64, 131}) {
+    std::vector<float> s(static_cast<size_t>(n));
+    for (float& f : s) f = nd(rng);
+    if (n > 3) s[3] = -INFINITY;
+    for (float init : {-INFINITY, 0.0f, 1e6f}) {
+      for (Isa isa : PresentIsas()) {
+        std::vector<float> got = s;
+        const float m = ScaleMax(isa, got.data(), n, 0.125f, init);
+        float want = init;
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_EQ(got[static_cast<size_t>(i)], s[static_cast<size_t>(i)] * 0.125f) << IsaName(isa) << " n=" << n << " i=" << i;
+          want = std::max(want, s[static_cast<size_t>(i)] * 0.125f);
+        }
+        EXPECT_EQ(m, want) << IsaName(isa) << " n=" << n << " init=" << init;
+      }
+    }
+  }
+}
+
 TEST(KernelsParity, ExpSubSumMatchesStdExp) {
   std::mt19937 rng(43);
   std::uniform_real_distribution<float> ud(-90.0f, 0.0f);

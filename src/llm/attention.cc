@@ -135,8 +135,7 @@ void Context::Attention(int layer, int m, int p0) {
         else kernels::AttentionScoresQ(isa, K.type, K.rows, K.stride, hd, nt, qa, s.data(), C);
         for (int g = 0; g < group; ++g) {
           float* sg = s.data() + static_cast<size_t>(g) * C;
-          float cm = mx[g];
-          for (int tt = 0; tt < nt; ++tt) cm = std::max(cm, sg[tt] *= scale);
+          const float cm = kernels::ScaleMax(isa, sg, nt, scale, mx[g]);
           if (cm > mx[g]) {  // rescale what was summed so far (by 0 on the first chunk: mx = -inf)
             const float r = std::exp(mx[g] - cm);
             for (int d = 0; d < hd; ++d) acc[static_cast<size_t>(g) * hd + d] *= r;
@@ -187,8 +186,7 @@ void Context::AttentionFullScores(int layer, int m, int p0) {
       }
       for (int g = 0; g < group; ++g) {  // softmax over the whole row
         float* r = sc.data() + static_cast<size_t>(g) * n_max;
-        for (int t = 0; t < n; ++t) r[t] *= scale;
-        const float mx = *std::max_element(r, r + n);
+        const float mx = kernels::ScaleMax(isa, r, n, scale, -INFINITY);
         sum[static_cast<size_t>(g)] = kernels::ExpSubSum(isa, r, mx, r, n);
       }
       std::fill(it.out, it.out + static_cast<size_t>(group) * hd, 0.0f);
