@@ -232,7 +232,7 @@ int BenchMain(int argc, char** argv) {
           llm::Context& c = *run.ctx;
           c.Truncate(depth);
           // Bandwidth beside each run: the machine is shared, so one sample per run, not one per session.
-          if (r > 0) run.gbps.push_back(bench::MeasureReadBandwidth(threads, size_t{256} << 20, 2));
+          if (r > 0) run.gbps.push_back(bench::MeasureReadBandwidth(threads, size_t{256} << 20, 3, 4));
           attach(c, run.prof, r);
           auto t0 = Clock::now();
           for (int i = 0; i < n_gen; ++i) c.Eval(&toks[static_cast<size_t>(depth + i)], 1, false);

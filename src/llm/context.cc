@@ -451,7 +451,9 @@ void Context::SetProfiler(Profiler* p) {
                             : wt == GgmlType::kF16  ? "round to f16"
                             : wt == GgmlType::kBF16 ? "round to bf16"
                             : isa == kernels::Isa::kRef ? "q8 blocks of 32, expanded to float (ref)"
-                                                        : "q8 blocks of 32, scalar";
+                            : (isa == kernels::Isa::kAvx2 || isa == kernels::Isa::kAvx512) && TypeTraits(wt).block_size == 32
+                                ? "q8 blocks of 32, avx2"
+                                : "q8 blocks of 32, scalar";
   p->SetKernel(Op::kQuantize, quant);
   for (Op o : {Op::kAttnNorm, Op::kFfnNorm, Op::kOutputNorm}) p->SetKernel(o, "scalar, f64 sum of squares");
   for (Op o : {Op::kAttnNormQuant, Op::kFfnNormQuant, Op::kOutputNormQuant}) p->SetKernel(o, "scalar norm + " + quant);
