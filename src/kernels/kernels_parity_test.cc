@@ -506,7 +506,7 @@ TEST(KernelsParity, AttentionScoresQMatchReference) {
         std::vector<uint8_t> K;
         const std::vector<float> kf = KeysOfThreeHeadRows(t, hd, n, rng, &K);
         const uint8_t* head = K.data() + RowBytes(t, hd);
-        for (int64_t m : {1, 2, 3, 8}) {
+        for (int64_t m : {1, 2, 3, 7, 8, 9, 16}) {  // <= 8: heads in lanes (AVX-512); more: positions in lanes
           std::vector<float> q(static_cast<size_t>(m * hd));
           for (float& f : q) f = nd(rng);
           const int64_t lds = n + 2;
