@@ -47,7 +47,7 @@ MemoryPlan PlanMemory(const Model& model, const PlanParams& p) {
   for (const auto& [t, b] : by_type) types += (types.empty() ? "" : ", ") + t + " " + FormatBytes(b);
   std::string how = "the GGUF file, mapped read-only: " + types;
   if (model.packed_bytes() > 0)  // the copy replaces the released pages of the originals: same total
-    how += "; of which " + FormatBytes(model.packed_bytes()) + " q4_0 held repacked for the kernels (originals released)";
+    how += "; of which " + FormatBytes(model.packed_bytes()) + " held in huge-page memory for the kernels, q4_0 repacked (originals released)";
   plan.items.push_back({"weights (memory-mapped)", model.file().file_size(), how});
   uint64_t small = 0;
   for (const LayerWeights& L : model.layers())
