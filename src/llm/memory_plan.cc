@@ -46,9 +46,12 @@ MemoryPlan PlanMemory(const Model& model, const PlanParams& p) {
   std::string types;
   for (const auto& [t, b] : by_type) types += (types.empty() ? "" : ", ") + t + " " + FormatBytes(b);
   std::string how = "the GGUF file, mapped read-only: " + types;
-  if (model.packed_bytes() > 0)  // the copy replaces the released pages of the originals: same total
+  // The arena replaces the released pages of the originals: the same total (plus < 2 MiB of rounding).
+  if (model.packed_bytes() > 0)
     how += "; of which " + FormatBytes(model.packed_bytes()) + " held in huge-page memory for the kernels, q4_0 repacked (originals released)";
-  plan.items.push_back({"weights (memory-mapped)", model.file().file_size(), how});
+  else
+    how += "; run/bench move the matrices each token streams to huge-page memory at load (same total)";
+  plan.items.push_back({"weights", model.file().file_size(), how});
   uint64_t small = 0;
   for (const LayerWeights& L : model.layers())
     small += (L.attn_norm.size() + L.ffn_norm.size() + L.bq.size() + L.bk.size() + L.bv.size()) * sizeof(float);
