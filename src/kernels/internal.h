@@ -50,8 +50,8 @@ struct X86Kernels {
   AttentionScoresFn attention_scores;                                  // attention: Q.K, float keys
   bool (*attention_scores_q)(GgmlType kt, const uint8_t* K, size_t row_bytes, int64_t hd, int64_t n,
                              const Activations& q, float* s, int64_t lds);  // Q.K, q8_0 / q4_0 keys
-  // Activations of the basic types (blocks of 32): QuantizeQ8's values, bit for bit.
   float (*scale_max)(float* s, int64_t n, float scale, float init);     // attention: scaled scores, max
+  // Activations of the basic types (blocks of 32): QuantizeQ8's values, bit for bit.
   void (*quantize_q8)(const float* x, int64_t k, int8_t* qs, float* d, float* ds, int16_t* bs);
 };
 namespace avx2 { const X86Kernels& Kernels(); }

@@ -50,7 +50,7 @@ MemoryPlan PlanMemory(const Model& model, const PlanParams& p) {
   if (model.packed_bytes() > 0)
     how += "; of which " + FormatBytes(model.packed_bytes()) + " held in huge-page memory for the kernels, q4_0 repacked (originals released)";
   else
-    how += "; run/bench move the matrices each token streams to huge-page memory at load (same total)";
+    how += "; the runtime moves the matrices each token streams to huge-page memory at load (same total)";
   plan.items.push_back({"weights", model.file().file_size(), how});
   uint64_t small = 0;
   for (const LayerWeights& L : model.layers())
