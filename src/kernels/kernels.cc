@@ -49,7 +49,24 @@ detail::MatMulFn KernelFor(Isa isa, GgmlType wt) {
   return nullptr;
 }
 
+using QuantizeFn = void (*)(const float* x, int64_t k, int8_t* qs, float* d, float* ds, int16_t* bs);
+
+// The SIMD activation quantizer for (isa, weight type, k), or nullptr: detail::QuantizeQ8 (scalar) runs.
+QuantizeFn SimdQuantizer(Isa isa, GgmlType wt, int64_t k) {
+  const detail::X86Kernels* x86 = X86For(isa);
+  if (x86 == nullptr || !detail::UsesQ8(wt)) return nullptr;
+  if (TypeTraits(wt).block_size == 256) return k % 256 == 0 ? x86->quantize_q8k : nullptr;
+  return k % 32 == 0 ? x86->quantize_q8 : nullptr;
+}
+
 }  // namespace
+
+std::string ActivationQuantizerName(Isa isa, GgmlType wt, int64_t k) {
+  if (!detail::UsesQ8(wt)) return "none";
+  const std::string blocks = TypeTraits(wt).block_size == 256 ? "q8 blocks of 32, one scale per 256" : "q8 blocks of 32";
+  if (isa == Isa::kRef) return blocks + ", expanded to float (ref)";
+  return blocks + (SimdQuantizer(isa, wt, k) != nullptr ? ", avx2" : ", scalar");
+}
 
 bool detail::NeonHasDotprod() {
 #if defined(__aarch64__) && defined(__linux__)
@@ -131,6 +148,7 @@ void Activations::Begin(Isa isa, GgmlType weight_type, int64_t m, int64_t k) {
   // Resizing keeps capacity: no allocation once warm.
   const bool q8 = detail::UsesQ8(weight_type) && k % 32 == 0;
   if (!quantized_) xf_.resize(static_cast<size_t>(m * k));
+  if (weight_type == GgmlType::kF16) xh_.resize(static_cast<size_t>(m * k));
   if (q8) {
     qs_.resize(static_cast<size_t>(m * k));
     d_.resize(static_cast<size_t>(m * (k / 32)));
@@ -146,21 +164,26 @@ void Activations::Fill(const float* X, int64_t j0, int64_t j1) {
   if (wt == GgmlType::kF16 || wt == GgmlType::kBF16) {
     // llama.cpp's dot product for 16-bit weights takes 16-bit activations (its vec_dot_type): round
     // them the same way, so that both engines compute the same function (round to nearest even).
-    const bool f16 = wt == GgmlType::kF16;
-    for (int64_t i = j0 * k; i < j1 * k; ++i)
-      xf_[static_cast<size_t>(i)] = f16 ? quant::HalfToFloat(quant::FloatToHalf(X[i]))
-                                        : quant::BHalfToFloat(quant::FloatToBHalf(X[i]));
+    if (wt == GgmlType::kBF16) {
+      for (int64_t i = j0 * k; i < j1 * k; ++i) xf_[static_cast<size_t>(i)] = quant::BHalfToFloat(quant::FloatToBHalf(X[i]));
+      return;
+    }
+    for (int64_t i = j0 * k; i < j1 * k; ++i) {
+      const uint16_t h = quant::FloatToHalf(X[i]);
+      xh_[static_cast<size_t>(i)] = h;
+      xf_[static_cast<size_t>(i)] = quant::HalfToFloat(h);
+    }
     return;
   }
   if (!detail::UsesQ8(wt) || k % 32 != 0) {
     std::copy(X + j0 * k, X + j1 * k, xf_.begin() + j0 * k);
     return;
   }
-  const detail::X86Kernels* simd = TypeTraits(wt).block_size == 32 ? X86For(isa_) : nullptr;
+  const QuantizeFn simd = SimdQuantizer(isa_, wt, k);
   for (int64_t j = j0; j < j1; ++j) {
     if (simd != nullptr)
-      simd->quantize_q8(X + j * k, k, qs_.data() + j * k, d_.data() + j * (k / 32), ds_.data() + j * (k / 32),
-                        bs_.data() + j * (k / 16));
+      simd(X + j * k, k, qs_.data() + j * k, d_.data() + j * (k / 32), ds_.data() + j * (k / 32),
+           bs_.data() + j * (k / 16));
     else
       detail::QuantizeQ8(wt, X + j * k, k, qs_.data() + j * k, d_.data() + j * (k / 32), ds_.data() + j * (k / 32),
                          bs_.data() + j * (k / 16));
@@ -195,17 +218,25 @@ void MatMulStrided(Isa isa, GgmlType wt, const void* W, size_t row_bytes, int64_
   fn(w, row_bytes, k, r0, r1, x, Y, ldy);
 }
 
-bool CanPackQ4_0x8(Isa isa, int64_t rows, int64_t k) {
-  return (isa == Isa::kAvx2 || isa == Isa::kAvx512) && rows % 8 == 0 && k % 32 == 0 && rows > 0;
+bool CanPack(Isa isa, GgmlType t, int64_t rows, int64_t k) {
+  if (isa != Isa::kAvx2 && isa != Isa::kAvx512) return false;
+  if (rows <= 0 || rows % 8 != 0) return false;
+  if (t == GgmlType::kQ4_0) return k % 32 == 0;
+  if (t == GgmlType::kQ4_K || t == GgmlType::kQ6_K) return k % 256 == 0;
+  return false;
 }
 
-size_t PackedQ4_0x8Bytes(int64_t rows, int64_t k) {
-  return static_cast<size_t>(rows / 8) * static_cast<size_t>(k / 32) * detail::kQ4x8BlockBytes;
+size_t PackedBytes(GgmlType t, int64_t rows, int64_t k) {
+  const auto groups = static_cast<size_t>(rows / 8);
+  if (t == GgmlType::kQ4_K) return groups * static_cast<size_t>(k / 256) * detail::kQ4Kx8Bytes;
+  if (t == GgmlType::kQ6_K) return groups * static_cast<size_t>(k / 256) * detail::kQ6Kx8Bytes;
+  return groups * static_cast<size_t>(k / 32) * detail::kQ4x8BlockBytes;
 }
 
-void PackQ4_0x8(const void* W, int64_t rows, int64_t k, void* out) {
+namespace {
+
+void PackQ4_0x8(const void* W, int64_t rows, int64_t k, uint8_t* dst) {
   const auto* src = static_cast<const quant::BlockQ4_0*>(W);
-  auto* dst = static_cast<uint8_t*>(out);
   const int64_t nb = k / 32;
   for (int64_t g = 0; g < rows / 8; ++g) {
     for (int64_t b = 0; b < nb; ++b, dst += detail::kQ4x8BlockBytes) {
@@ -218,14 +249,71 @@ void PackQ4_0x8(const void* W, int64_t rows, int64_t k, void* out) {
   }
 }
 
-void MatMulPackedQ4_0x8(Isa isa, const void* P, int64_t k, int64_t r0, int64_t r1, const Activations& x,
-                        float* Y, int64_t ldy) {
-  assert(x.isa() == isa && x.weight_type() == GgmlType::kQ4_0 && x.k() == k && x.quantized());
+void PackQ4_Kx8(const void* W, int64_t rows, int64_t k, uint8_t* dst) {
+  const auto* src = static_cast<const quant::BlockQ4_K*>(W);
+  const int64_t nsb = k / 256;
+  for (int64_t g = 0; g < rows / 8; ++g) {
+    for (int64_t s = 0; s < nsb; ++s, dst += detail::kQ4Kx8Bytes) {
+      for (int r = 0; r < 8; ++r) {
+        const quant::BlockQ4_K& B = src[(g * 8 + r) * nsb + s];
+        std::memcpy(dst + 2 * r, &B.d, 2);
+        std::memcpy(dst + 16 + 2 * r, &B.dmin, 2);
+        for (int i = 0; i < 8; ++i) {
+          uint8_t sc, mn;
+          quant::GetScaleMinK4(i, B.scales, &sc, &mn);
+          dst[32 + 8 * i + r] = sc;
+          dst[96 + 16 * (i / 2) + 2 * r + i % 2] = mn;
+        }
+        for (int p = 0; p < 4; ++p)
+          for (int v = 0; v < 8; ++v) std::memcpy(dst + 160 + 256 * p + 32 * v + 4 * r, B.qs + 32 * p + 4 * v, 4);
+      }
+    }
+  }
+}
+
+void PackQ6_Kx8(const void* W, int64_t rows, int64_t k, uint8_t* dst) {
+  const auto* src = static_cast<const quant::BlockQ6_K*>(W);
+  const int64_t nsb = k / 256;
+  constexpr int kQ = 144;
+  for (int64_t g = 0; g < rows / 8; ++g) {
+    for (int64_t s = 0; s < nsb; ++s, dst += detail::kQ6Kx8Bytes) {
+      for (int r = 0; r < 8; ++r) {
+        const quant::BlockQ6_K& B = src[(g * 8 + r) * nsb + s];
+        std::memcpy(dst + 2 * r, &B.d, 2);
+        for (int i = 0; i < 16; ++i) std::memcpy(dst + 16 + 8 * i + r, &B.scales[i], 1);
+        for (int n = 0; n < 2; ++n) {
+          for (int u = 0; u < 8; ++u) {
+            uint8_t* v = dst + kQ + 768 * n + 96 * u + 4 * r;
+            std::memcpy(v, B.ql + 64 * n + 4 * u, 4);
+            std::memcpy(v + 32, B.ql + 64 * n + 32 + 4 * u, 4);
+            std::memcpy(v + 64, B.qh + 32 * n + 4 * u, 4);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void Pack(GgmlType t, const void* W, int64_t rows, int64_t k, void* out) {
+  assert(t == GgmlType::kQ4_0 || t == GgmlType::kQ4_K || t == GgmlType::kQ6_K);
+  if (t == GgmlType::kQ4_K) return PackQ4_Kx8(W, rows, k, static_cast<uint8_t*>(out));
+  if (t == GgmlType::kQ6_K) return PackQ6_Kx8(W, rows, k, static_cast<uint8_t*>(out));
+  PackQ4_0x8(W, rows, k, static_cast<uint8_t*>(out));
+}
+
+void MatMulPacked(Isa isa, GgmlType t, const void* P, int64_t k, int64_t r0, int64_t r1, const Activations& x,
+                  float* Y, int64_t ldy) {
+  assert(x.isa() == isa && x.weight_type() == t && x.k() == k && x.quantized());
   assert(r0 % 8 == 0 && r1 % 8 == 0);
   if (r1 <= r0 || x.m() == 0) return;
-  const detail::X86Kernels* t = X86For(isa);
-  assert(t != nullptr);
-  t->packed_q4_0x8(static_cast<const uint8_t*>(P), k, r0, r1, x, Y, ldy);
+  const detail::X86Kernels* x86 = X86For(isa);
+  assert(x86 != nullptr);
+  const detail::PackedFn fn = t == GgmlType::kQ4_K   ? x86->packed_q4_kx8
+                              : t == GgmlType::kQ6_K ? x86->packed_q6_kx8
+                                                     : x86->packed_q4_0x8;
+  fn(static_cast<const uint8_t*>(P), k, r0, r1, x, Y, ldy);
 }
 
 void HalfToFloatRow(Isa isa, const uint16_t* h, float* f, int64_t n) {

@@ -47,6 +47,8 @@ class Activations {
   bool quantized() const { return quantized_; }
   // Float path: column j, k floats.
   const float* xf(int64_t j) const { return xf_.data() + j * k_; }
+  // f16 weights only: column j as the fp16 values xf holds (half the bytes, for the prefill tiles).
+  const uint16_t* xh(int64_t j) const { return xh_.data() + j * k_; }
   // Quantized path: column j.
   const int8_t* qs(int64_t j) const { return qs_.data() + j * k_; }
   const float* d(int64_t j) const { return d_.data() + j * (k_ / 32); }
@@ -63,12 +65,17 @@ class Activations {
   int64_t m_ = 0, k_ = 0;
   bool quantized_ = false;
   std::vector<float> xf_;    // [m][k]
+  std::vector<uint16_t> xh_; // [m][k], f16 weights only
   std::vector<int8_t> qs_;   // [m][k]
   std::vector<float> d_;     // [m][k/32]
   std::vector<float> ds_;    // [m][k/32]
   std::vector<int16_t> bs_;  // [m][k/16]
   std::vector<int32_t> c8_;  // [m][k/32], q4_0 weights only
 };
+
+// How Activations::Fill quantizes the activations of weight type wt at input size k on isa, e.g.
+// "q8 blocks of 32, avx2" (the SIMD quantizer) or "..., scalar" (for the profiler's kernel column).
+std::string ActivationQuantizerName(Isa isa, GgmlType wt, int64_t k);
 
 // Y[j*ldy + r] = dot(row r of W, row j of X) for r in [r0, r1), j in [0, m).
 // W: rows of k elements of type wt, row stride RowBytes(wt, k). Thread-safe for disjoint row ranges.
@@ -108,20 +115,39 @@ float ScaleMax(Isa isa, float* s, int64_t n, float scale, float init);
 // polynomial within 2 ulp of std::exp (0 below e^-87.3); ref uses std::exp and sums in order.
 float ExpSubSum(Isa isa, const float* s, float mx, float* w, int64_t n);
 
-// ---- q4_0 weights repacked at load (decode and prefill both measured faster, bench/README) ----------
-// Layout, per group of 8 consecutive rows, per block b of 32 columns (144 bytes, the same as the 8
-// original blocks): the 8 rows' fp16 scales, then 4 vectors of 32 bytes; vector v holds, for row r at
-// bytes 4r..4r+3, bytes 4v..4v+3 of that row's original qs (low nibbles: elements 4v..4v+3, high
-// nibbles: elements 16+4v..16+4v+3). The file keeps llama.cpp's layout; this copy is internal.
-// Packing is done where llama.cpp's CPU backend repacks q4_0 (x86 with AVX2, rows % 8 == 0, not the
-// token embedding), so both engines sum each row in the same order.
-bool CanPackQ4_0x8(Isa isa, int64_t rows, int64_t k);
-size_t PackedQ4_0x8Bytes(int64_t rows, int64_t k);
-// W: rows x k q4_0 in file layout; out: PackedQ4_0x8Bytes(rows, k) bytes.
-void PackQ4_0x8(const void* W, int64_t rows, int64_t k, void* out);
-// As MatMul for a packed weight; r0 and r1 multiples of 8; x prepared for (isa, q4_0, k).
-void MatMulPackedQ4_0x8(Isa isa, const void* P, int64_t k, int64_t r0, int64_t r1, const Activations& x,
-                        float* Y, int64_t ldy);
+// ---- weights repacked at load by 8 rows: q4_0, q4_K, q6_K (decode and prefill measured faster) -------
+// The file keeps llama.cpp's layout; the repacked copy is internal to the x86 SIMD kernels (AVX2 and up,
+// rows % 8 == 0; never the token embedding, which is read by rows). q4_0 and q4_K are repacked where
+// llama.cpp's CPU backend repacks them, and every packed kernel sums each row in the order of its unpacked
+// kernel (bit-identical). In every layout one 32-byte vector holds 4 consecutive weight bytes of each of
+// the 8 rows (row r at bytes 4r..4r+3), so an integer dot with 4 activations broadcast leaves each row's
+// sum in its own lane: no horizontal sums. The vectors lie in the order the kernels read them: a decode
+// step streams each group front to back (an out-of-order walk measured 4x slower from DRAM here).
+//
+// q4_0, per group of 8 rows, per block b of 32 columns (144 bytes, the same as the 8 original blocks): the
+// 8 rows' fp16 scales, then 4 vectors of 32 bytes; vector v holds bytes 4v..4v+3 of each row's original qs
+// (low nibbles: elements 4v..4v+3, high nibbles: elements 16+4v..16+4v+3).
+//
+// q4_K, per group of 8 rows, per super-block of 256 columns (1184 bytes; the 8 original blocks are 1152):
+//   d[8], dmin[8]         fp16, row r at index r
+//   scales[8][8]          uint8, [sub-block i][row r] (the 6-bit scales unpacked)
+//   mins[4][8][2]         uint8, [pair q][row r][sub-block 2q, 2q+1] (the 6-bit mins unpacked)
+//   qs[4][8][8][4]        [chunk p][vector v][row r][byte]: bytes 32p+4v..32p+4v+3 of row r's qs (low
+//                         nibbles: elements 64p+4v.., sub-block 2p; high: 64p+32+4v.., sub-block 2p+1)
+//
+// q6_K, per group of 8 rows, per super-block of 256 columns (1680 bytes, the same as the 8 original blocks):
+//   d[8]                  fp16
+//   scales[16][8]         int8, [sub-block of 16][row r]
+//   q[2][8][3][8][4]      [half n][vector u][ql lo, ql hi, qh][row r][byte]: bytes 64n+4u.., 64n+32+4u..
+//                         of row r's ql and 32n+4u.. of its qh; together elements 128n + 32j + 4u..+3
+//                         for j = 0..3 (ql-lo low nibbles, ql-hi low, ql-lo high, ql-hi high; qh bits 2j)
+bool CanPack(Isa isa, GgmlType t, int64_t rows, int64_t k);
+size_t PackedBytes(GgmlType t, int64_t rows, int64_t k);
+// W: rows x k of type t in file layout; out: PackedBytes(t, rows, k) bytes. Requires CanPack.
+void Pack(GgmlType t, const void* W, int64_t rows, int64_t k, void* out);
+// As MatMul for a packed weight; r0 and r1 multiples of 8; x prepared for (isa, t, k).
+void MatMulPacked(Isa isa, GgmlType t, const void* P, int64_t k, int64_t r0, int64_t r1, const Activations& x,
+                  float* Y, int64_t ldy);
 
 // n fp16 values to float (exact; F16C on x86 SIMD ISAs, fcvtl on NEON). For the attention over an f16 cache.
 void HalfToFloatRow(Isa isa, const uint16_t* h, float* f, int64_t n);

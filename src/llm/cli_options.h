@@ -56,7 +56,7 @@ struct ModelOptions {
     app.add_option("-b,--batch", n_batch, "tokens per forward pass in prefill")->check(CLI::PositiveNumber);
     app.add_option("--kernels", kernels, "matmul kernels: auto, ref, avx2, avx512, neon")->capture_default_str();
     app.add_flag("-v,--verbose", verbose, "log the kernel each weight type gets");
-    app.add_flag("--no-repack", no_repack, "keep the matrices in the file mapping and layout (by default they are moved to huge-page memory at load, q4_0 repacked by 8 rows for the x86 kernels)");
+    app.add_flag("--no-repack", no_repack, "keep the matrices in the file mapping and layout (by default they are moved to huge-page memory at load, q4_0, q4_K and q6_K repacked by 8 rows for the x86 kernels)");
     app.add_option("--kv-type", kv_type, "KV cache type for K and V: f16, q8_0, q4_0, f32");
     app.add_option("--ctk", type_k, "K cache type")->capture_default_str();
     app.add_option("--ctv", type_v, "V cache type")->capture_default_str();
@@ -135,7 +135,7 @@ inline Result<Loaded> LoadModel(const ModelOptions& o) {
     for (GgmlType t : types) std::fprintf(stderr, "kernel: %-6s -> %s\n", TypeName(static_cast<uint32_t>(t)).c_str(), kernels::KernelName(isa, t).c_str());
     if (!fusions.all_on()) std::fprintf(stderr, "fusions off: %s\n", fusions.OffList().c_str());
     if (repacked > 0)
-      std::fprintf(stderr, "kernel: matrices moved to huge-page memory, q4_0 repacked by 8 rows (%s; token embedding kept in the file mapping)\n",
+      std::fprintf(stderr, "kernel: matrices moved to huge-page memory, q4_0 / q4_K / q6_K repacked by 8 rows (%s; token embedding kept in the file mapping)\n",
                    llm::FormatBytes(repacked).c_str());
   }
   return l;

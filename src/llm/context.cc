@@ -184,8 +184,8 @@ void Context::NormQuantize(const float* x, const std::vector<float>& w, int m, f
 
 void Context::MatMulRows(const Weight& w, int64_t r0, int64_t r1, float* Y) const {
   // The packed layout is one for every x86 SIMD ISA; other paths read the file layout (still mapped).
-  if (w.packed != nullptr && kernels::CanPackQ4_0x8(params_.isa, w.rows, w.cols) && acts_.quantized()) {
-    kernels::MatMulPackedQ4_0x8(params_.isa, w.packed, w.cols, r0, r1, acts_, Y, w.rows);
+  if (w.packed != nullptr && kernels::CanPack(params_.isa, w.type, w.rows, w.cols) && acts_.quantized()) {
+    kernels::MatMulPacked(params_.isa, w.type, w.packed, w.cols, r0, r1, acts_, Y, w.rows);
   } else {
     kernels::MatMul(params_.isa, w.type, w.data, w.cols, r0, r1, acts_, Y, w.rows);
   }
@@ -426,7 +426,7 @@ void Context::SetProfiler(Profiler* p) {
     for (const LayerWeights& L : model_.layers()) {
       const Weight& x = L.*w;
       std::string n = kernels::KernelName(isa, x.type);
-      if (x.packed != nullptr && kernels::CanPackQ4_0x8(isa, x.rows, x.cols)) n += ", 8-row repacked";
+      if (x.packed != nullptr && kernels::CanPack(isa, x.type, x.rows, x.cols)) n += ", 8-row repacked";
       if (k.empty()) k = n;
       else if (k.find(n) == std::string::npos) k += " | " + n;
     }
@@ -443,17 +443,14 @@ void Context::SetProfiler(Profiler* p) {
   p->SetKernel(Op::kDown, matmul(&LayerWeights::w_down));
   const Weight& out = model_.output();
   std::string on = kernels::KernelName(isa, out.type);
-  if (out.packed != nullptr && kernels::CanPackQ4_0x8(isa, out.rows, out.cols)) on += ", 8-row repacked";
+  if (out.packed != nullptr && kernels::CanPack(isa, out.type, out.rows, out.cols)) on += ", 8-row repacked";
   p->SetKernel(Op::kOutput, on);
   // What the activations become for the layers' weight type (Activations::Fill).
   const GgmlType wt = L0.wq.type;
   const std::string quant = wt == GgmlType::kF32    ? "float copy"
                             : wt == GgmlType::kF16  ? "round to f16"
                             : wt == GgmlType::kBF16 ? "round to bf16"
-                            : isa == kernels::Isa::kRef ? "q8 blocks of 32, expanded to float (ref)"
-                            : (isa == kernels::Isa::kAvx2 || isa == kernels::Isa::kAvx512) && TypeTraits(wt).block_size == 32
-                                ? "q8 blocks of 32, avx2"
-                                : "q8 blocks of 32, scalar";
+                            : kernels::ActivationQuantizerName(isa, wt, c.dim);
   p->SetKernel(Op::kQuantize, quant);
   for (Op o : {Op::kAttnNorm, Op::kFfnNorm, Op::kOutputNorm}) p->SetKernel(o, "scalar, f64 sum of squares");
   for (Op o : {Op::kAttnNormQuant, Op::kFfnNormQuant, Op::kOutputNormQuant}) p->SetKernel(o, "scalar norm + " + quant);

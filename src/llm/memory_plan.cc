@@ -48,7 +48,7 @@ MemoryPlan PlanMemory(const Model& model, const PlanParams& p) {
   std::string how = "the GGUF file, mapped read-only: " + types;
   // The arena replaces the released pages of the originals: the same total (plus < 2 MiB of rounding).
   if (model.packed_bytes() > 0)
-    how += "; of which " + FormatBytes(model.packed_bytes()) + " held in huge-page memory for the kernels, q4_0 repacked (originals released)";
+    how += "; of which " + FormatBytes(model.packed_bytes()) + " held in huge-page memory for the kernels, q4_0 / q4_K / q6_K repacked (originals released)";
   else
     how += "; the runtime moves the matrices each token streams to huge-page memory at load (same total)";
   plan.items.push_back({"weights", model.file().file_size(), how});

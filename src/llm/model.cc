@@ -157,8 +157,8 @@ size_t Model::RepackForKernels(kernels::Isa isa) {
   for (LayerWeights& L : layers_)
     for (Weight* x : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) ws.push_back(x);
   if (!cfg_.tied_embeddings) ws.push_back(&output_);
-  auto packs = [&](const Weight& w) { return w.type == GgmlType::kQ4_0 && kernels::CanPackQ4_0x8(isa, w.rows, w.cols); };
-  auto bytes = [&](const Weight& w) { return packs(w) ? kernels::PackedQ4_0x8Bytes(w.rows, w.cols) : w.nbytes(); };
+  auto packs = [&](const Weight& w) { return kernels::CanPack(isa, w.type, w.rows, w.cols); };
+  auto bytes = [&](const Weight& w) { return packs(w) ? kernels::PackedBytes(w.type, w.rows, w.cols) : w.nbytes(); };
   auto round64 = [](size_t n) { return (n + 63) / 64 * 64; };
   size_t total = 0;
   for (const Weight* w : ws) total += round64(bytes(*w));
@@ -170,7 +170,7 @@ size_t Model::RepackForKernels(kernels::Isa isa) {
     uint8_t* dst = arena_.get() + off;
     off += round64(bytes(*w));
     if (packs(*w)) {
-      kernels::PackQ4_0x8(w->data, w->rows, w->cols, dst);
+      kernels::Pack(w->type, w->data, w->rows, w->cols, dst);
       w->packed = dst;
     } else {
       std::memcpy(dst, w->data, w->nbytes());

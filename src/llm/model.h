@@ -52,7 +52,7 @@ struct Weight {
   int64_t cols = 0;  // input features (row length, ggml ne0)
   int64_t rows = 0;  // output features
   std::string name;
-  const void* packed = nullptr;    // q4_0 repacked by 8 rows (kernels::PackQ4_0x8), or null
+  const void* packed = nullptr;    // q4_0 / q4_K / q6_K repacked by 8 rows (kernels::Pack), or null
   size_t nbytes() const { return RowBytes(type, cols) * static_cast<size_t>(rows); }
 };
 
@@ -88,8 +88,8 @@ class Model {
 
   // Moves the matrices every token streams (the layers' and the output; never the token embedding,
   // which is read by rows) out of the file mapping into one arena the model owns, backed by transparent
-  // huge pages where the kernel allows: q4_0 repacked for the SIMD kernels of `isa`
-  // (kernels::CanPackQ4_0x8), the other types copied as they are. The mapping's 4 KiB pages cost a TLB
+  // huge pages where the kernel allows: q4_0, q4_K and q6_K repacked for the SIMD kernels of `isa`
+  // (kernels::CanPack), the other types copied as they are. The mapping's 4 KiB pages cost a TLB
   // miss every 4 KiB of a decode step's stream (q4_k_m decode measured 33 -> 48 t/s at 2 threads with
   // the copy). The originals' pages are given back to the kernel (never read again), so resident
   // memory stays about the file size. Call once, after Load and before any Context uses the model.
