@@ -20,7 +20,7 @@ using AccumulateRowsFn = bool (*)(GgmlType vt, const uint8_t* V, size_t row_byte
 using AttentionScoresFn = bool (*)(GgmlType kt, const uint8_t* K, size_t row_bytes, int64_t hd, int64_t n,
                                    const float* q, int64_t ldq, int64_t m, float* s, int64_t lds);
 
-// A kernel over weights repacked by Pack (q4_0 or q4_K): rows [r0, r1) (multiples of 8).
+// A kernel over weights repacked by Pack (q4_0, q4_K, q6_K): rows [r0, r1) (multiples of 8).
 using PackedFn = void (*)(const uint8_t* P, int64_t k, int64_t r0, int64_t r1, const Activations& x, float* Y,
                           int64_t ldy);
 constexpr size_t kQ4x8BlockBytes = 16 + 128;  // q4_0: 8 fp16 scales, then 4 vectors of 8 rows x 4 bytes
@@ -44,9 +44,7 @@ void RefMatMul(GgmlType wt, const uint8_t* W, size_t row_bytes, int64_t k, int64
 // What each x86 SIMD file (x86_kernels.inc, compiled once per ISA) provides.
 struct X86Kernels {
   MatMulFn (*matmul)(GgmlType wt);                                    // nullptr: the type falls back to ref
-  PackedFn packed_q4_0x8;                                              // q4_0 repacked by Pack
-  PackedFn packed_q4_kx8;                                              // q4_K repacked by Pack
-  PackedFn packed_q6_kx8;                                              // q6_K repacked by Pack
+  PackedFn (*packed)(GgmlType wt);                                    // weights repacked by Pack (CanPack)
   void (*half_to_float)(const uint16_t* h, float* f, int64_t n);      // F16C
   void (*dequantize)(GgmlType t, const uint8_t* src, float* y, int64_t nb);  // q8_0, q4_0 blocks
   AccumulateRowsFn accumulate_rows;                                    // attention: P.V

@@ -310,9 +310,8 @@ void MatMulPacked(Isa isa, GgmlType t, const void* P, int64_t k, int64_t r0, int
   if (r1 <= r0 || x.m() == 0) return;
   const detail::X86Kernels* x86 = X86For(isa);
   assert(x86 != nullptr);
-  const detail::PackedFn fn = t == GgmlType::kQ4_K   ? x86->packed_q4_kx8
-                              : t == GgmlType::kQ6_K ? x86->packed_q6_kx8
-                                                     : x86->packed_q4_0x8;
+  const detail::PackedFn fn = x86->packed(t);
+  assert(fn != nullptr);
   fn(static_cast<const uint8_t*>(P), k, r0, r1, x, Y, ldy);
 }
 

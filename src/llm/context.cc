@@ -420,13 +420,16 @@ void Context::SetProfiler(Profiler* p) {
   const ModelConfig& c = model_.config();
   const kernels::Isa isa = params_.isa;
   const LayerWeights& L0 = model_.layers()[0];
+  // The kernel a weight gets (MatMulRows' choice).
+  auto kernel_of = [&](const Weight& x) {
+    const bool packed = x.packed != nullptr && kernels::CanPack(isa, x.type, x.rows, x.cols);
+    return kernels::KernelName(isa, x.type) + (packed ? ", 8-row repacked" : "");
+  };
   // A matmul op's kernel, from its weight in every layer ("mixed" when the layers differ).
   auto matmul = [&](const Weight LayerWeights::*w) {
     std::string k;
     for (const LayerWeights& L : model_.layers()) {
-      const Weight& x = L.*w;
-      std::string n = kernels::KernelName(isa, x.type);
-      if (x.packed != nullptr && kernels::CanPack(isa, x.type, x.rows, x.cols)) n += ", 8-row repacked";
+      const std::string n = kernel_of(L.*w);
       if (k.empty()) k = n;
       else if (k.find(n) == std::string::npos) k += " | " + n;
     }
@@ -441,10 +444,7 @@ void Context::SetProfiler(Profiler* p) {
   p->SetKernel(Op::kUp, matmul(&LayerWeights::w_up));
   p->SetKernel(Op::kGateUpSilu, matmul(&LayerWeights::w_gate) + "; silu*mul scalar");
   p->SetKernel(Op::kDown, matmul(&LayerWeights::w_down));
-  const Weight& out = model_.output();
-  std::string on = kernels::KernelName(isa, out.type);
-  if (out.packed != nullptr && kernels::CanPack(isa, out.type, out.rows, out.cols)) on += ", 8-row repacked";
-  p->SetKernel(Op::kOutput, on);
+  p->SetKernel(Op::kOutput, kernel_of(model_.output()));
   // What the activations become for the layers' weight type (Activations::Fill).
   const GgmlType wt = L0.wq.type;
   const std::string quant = wt == GgmlType::kF32    ? "float copy"

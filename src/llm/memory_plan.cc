@@ -46,7 +46,8 @@ MemoryPlan PlanMemory(const Model& model, const PlanParams& p) {
   std::string types;
   for (const auto& [t, b] : by_type) types += (types.empty() ? "" : ", ") + t + " " + FormatBytes(b);
   std::string how = "the GGUF file, mapped read-only: " + types;
-  // The arena replaces the released pages of the originals: the same total (plus < 2 MiB of rounding).
+  // The arena replaces the released pages of the originals: about the same total (q4_0 and q6_K repack
+  // to their file size, q4_K to 2.8% more; plus < 2 MiB of rounding). The line counts the file size.
   if (model.packed_bytes() > 0)
     how += "; of which " + FormatBytes(model.packed_bytes()) + " held in huge-page memory for the kernels, q4_0 / q4_K / q6_K repacked (originals released)";
   else
