@@ -57,6 +57,7 @@ struct X86Kernels {
   void (*quantize_q8)(const float* x, int64_t k, int8_t* qs, float* d, float* ds, int16_t* bs);
   // Activations of the k-quants (one scale per super-block of 256): QuantizeQ8's values, bit for bit.
   void (*quantize_q8k)(const float* x, int64_t k, int8_t* qs, float* d, float* ds, int16_t* bs);
+  void (*silu_mul)(float* g, const float* u, int64_t n);                // the FFN's silu(gate) * up
 };
 namespace avx2 { const X86Kernels& Kernels(); }
 namespace avx512 { const X86Kernels& Kernels(); }

@@ -413,6 +413,11 @@ float ExpSubSum(Isa isa, const float* s, float mx, float* w, int64_t n) {
   return sum;
 }
 
+void SiluMul(Isa isa, float* g, const float* u, int64_t n) {
+  if (const detail::X86Kernels* x = X86For(isa)) return x->silu_mul(g, u, n);
+  for (int64_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
 std::string KernelName(Isa isa, GgmlType wt) {
   const std::string t = TypeName(static_cast<uint32_t>(wt));
   if (isa == Isa::kRef)

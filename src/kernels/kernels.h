@@ -115,6 +115,11 @@ float ScaleMax(Isa isa, float* s, int64_t n, float scale, float init);
 // polynomial within 2 ulp of std::exp (0 below e^-87.3); ref uses std::exp and sums in order.
 float ExpSubSum(Isa isa, const float* s, float mx, float* w, int64_t n);
 
+// g[i] = silu(g[i]) * u[i] = g[i] / (1 + exp(-g[i])) * u[i] for i < n: the FFN's gate activation. ref and
+// NEON use std::exp; x86 SIMD the polynomial of ExpSubSum (within 2 ulp of std::exp, exp(-g) clamped at
+// e^88). Element-wise on every path: the value of g[i] does not depend on n or on where the range starts.
+void SiluMul(Isa isa, float* g, const float* u, int64_t n);
+
 // ---- weights repacked at load by 8 rows: q4_0, q4_K, q6_K (decode and prefill measured faster) -------
 // The file keeps llama.cpp's layout; the repacked copy is internal to the x86 SIMD kernels (AVX2 and up,
 // rows % 8 == 0; never the token embedding, which is read by rows). q4_0 and q4_K are repacked where

@@ -706,6 +706,45 @@ TEST(KernelsParity, ExpSubSumMatchesStdExp) {
   }
 }
 
+// SiluMul on every ISA against silu(g) * u in double: within 4e-7 relative (the polynomial exp, one
+// division, two products), exact zeros and signs at the edges, and element-wise: any sub-range (a thread's
+// rows) gives the bits of the whole call.
+TEST(KernelsParity, SiluMulMatchesDouble) {
+  std::mt19937 rng(47);
+  std::normal_distribution<float> nd(0.0f, 4.0f);
+  for (int64_t n : {1, 7, 8, 13, 100, 5632}) {
+    std::vector<float> g0(static_cast<size_t>(n)), u(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) g0[i] = nd(rng), u[i] = nd(rng);
+    g0[0] = 0.0f;                      // silu(0) = 0
+    if (n > 3) g0[3] = 95.0f;          // exp(-g) under FLT_MIN: silu(g) = g
+    if (n > 4) g0[4] = -95.0f;         // exp(-g) clamped at e^88: |result| < 1e-38 |g u|
+    if (n > 5) g0[5] = -20.0f;
+    for (Isa isa : PresentIsas()) {
+      std::vector<float> g = g0;
+      g.push_back(-1.0f);
+      SiluMul(isa, g.data(), u.data(), n);
+      EXPECT_EQ(g[static_cast<size_t>(n)], -1.0f) << IsaName(isa) << ": wrote past n";
+      for (int64_t i = 0; i < n; ++i) {
+        const double x = g0[i], want = x / (1.0 + std::exp(-x)) * u[i];
+        if (std::fabs(x) > 90.0) {
+          EXPECT_LE(std::fabs(g[i] - want), 1e-38 * std::fabs(x * u[i]) + 1e-7 * std::fabs(want)) << IsaName(isa) << " g=" << x;
+        } else {
+          EXPECT_NEAR(g[i], want, 4e-7 * std::fabs(want) + 1e-30) << IsaName(isa) << " n=" << n << " i=" << i << " g=" << x;
+        }
+      }
+      EXPECT_EQ(g[0], 0.0f) << IsaName(isa);
+      // Any split into ranges gives the same bits as the whole call.
+      for (int64_t a : {int64_t{1}, int64_t{3}, n / 2}) {
+        if (a <= 0 || a >= n) continue;
+        std::vector<float> h = g0;
+        SiluMul(isa, h.data(), u.data(), a);
+        SiluMul(isa, h.data() + a, u.data() + a, n - a);
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(h[i], g[i]) << IsaName(isa) << " split " << a << " i=" << i;
+      }
+    }
+  }
+}
+
 // MatMulStrided over rows at a stride wider than k (a head's keys inside KV-cache rows) gives what MatMul
 // gives over the same rows packed densely, bit for bit, on every ISA and for the KV-cache types.
 TEST(KernelsParity, MatMulStridedMatchesDense) {

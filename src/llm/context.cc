@@ -239,9 +239,6 @@ void Context::Qkv(const LayerWeights& L, int m) {
   ProfEnd(Op::kWv, t0, [&] { return bytes(L.wv); });
 }
 
-// silu(g) * u, the same expression on both paths (bit-identical).
-static inline float SiluMul(float g, float u) { return g / (1.0f + std::exp(-g)) * u; }
-
 void Context::GateUpSilu(const LayerWeights& L, int m) {
   const ModelConfig& c = model_.config();
   const int64_t ffn = c.ffn_dim;
@@ -257,8 +254,8 @@ void Context::GateUpSilu(const LayerWeights& L, int m) {
     auto rows = [&](int64_t r0, int64_t r1, int) {
       MatMulRows(L.w_gate, r0, r1, g);
       MatMulRows(L.w_up, r0, r1, up_.data());
-      for (int64_t j = 0; j < m; ++j)
-        for (int64_t r = r0; r < r1; ++r) g[j * ffn + r] = SiluMul(g[j * ffn + r], u[j * ffn + r]);
+      // Element-wise on every ISA, so both paths and every row split give the same bits.
+      for (int64_t j = 0; j < m; ++j) kernels::SiluMul(params_.isa, g + j * ffn + r0, u + j * ffn + r0, r1 - r0);
     };
     if (2 * ffn * c.dim * m < (1 << 15)) rows(0, ffn, 0);
     else pool_.ParallelFor(ffn, 16, rows);
@@ -273,7 +270,7 @@ void Context::GateUpSilu(const LayerWeights& L, int m) {
   MatMuls({{&L.w_up, up_.data()}}, m);
   ProfEnd(Op::kUp, t0, [&] { return bytes(L.w_up); });
   t0 = ProfBegin(Op::kSiluMul);
-  for (size_t j = 0; j < static_cast<size_t>(m) * ffn; ++j) gate_[j] = SiluMul(gate_[j], up_[j]);
+  kernels::SiluMul(params_.isa, gate_.data(), up_.data(), static_cast<int64_t>(m) * ffn);
   ProfEnd(Op::kSiluMul, t0, [&] { return static_cast<uint64_t>(m) * ffn * 12; });
 }
 
@@ -442,7 +439,11 @@ void Context::SetProfiler(Profiler* p) {
   p->SetKernel(Op::kWo, matmul(&LayerWeights::wo));
   p->SetKernel(Op::kGate, matmul(&LayerWeights::w_gate));
   p->SetKernel(Op::kUp, matmul(&LayerWeights::w_up));
-  p->SetKernel(Op::kGateUpSilu, matmul(&LayerWeights::w_gate) + "; silu*mul scalar");
+  // SiluMul: the polynomial exp on the x86 SIMD ISAs, std::exp elsewhere.
+  const bool x86_simd = isa == kernels::Isa::kAvx2 || isa == kernels::Isa::kAvx512;
+  const std::string silu = x86_simd ? std::string("silu*mul ") + kernels::IsaName(isa) : "silu*mul scalar";
+  p->SetKernel(Op::kGateUpSilu, matmul(&LayerWeights::w_gate) + "; " + silu);
+  p->SetKernel(Op::kSiluMul, silu);
   p->SetKernel(Op::kDown, matmul(&LayerWeights::w_down));
   p->SetKernel(Op::kOutput, kernel_of(model_.output()));
   // What the activations become for the layers' weight type (Activations::Fill).
@@ -466,7 +467,6 @@ void Context::SetProfiler(Profiler* p) {
                                                              : std::string("full score rows, then softmax")) +
                                    ", " + kv);
   p->SetKernel(Op::kResidual, "scalar");
-  p->SetKernel(Op::kSiluMul, "scalar");
 }
 
 }  // namespace edgedecode::llm
