@@ -2,17 +2,21 @@
 # Side-by-side decode/prefill benchmark: edgedecode bench vs llama.cpp's own llama-bench, same GGUF files,
 # same machine, alternating runs in one script; medians and ratios.
 #
-#   bench/vs_llamacpp.sh [--types "q4_0 q8_0 q4_k_m f16"] [--threads "1 2"] [--reps 3] [--pp 512] [--tg 128] [--quick]
+#   bench/vs_llamacpp.sh [--types "q4_0 q8_0 q4_k_m f16"] [--threads "1 2"] [--reps 3] [--pp 512] [--tg 128]
+#                        [--verify K] [--quick]
 #
 # The peer is built once (CPU only, Release, native) from the llama.cpp source that the pinned npm
 # node-llama-cpp ships (llama/gitRelease.bundle, release v0.4.0) and cached; models are synthesized by
 # `edgedecode synth --preset tinyllama-1.1b` into the cache. Before measuring, one model is checked to give
 # the same next-token distributions in both engines (tests/oracle/oracle_test.py does the full check).
+# --verify K adds a row per model and thread count: the cost of one forward pass over K tokens (the verify
+# step of speculative decoding) in decode steps, K x tg t/s / ppK t/s, for each engine from the same run
+# (lower is better; the ratio column is edgedecode's cost / llama.cpp's).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${EDGEDECODE_BIN:-$here/build/edgedecode}
 cache=${EDGEDECODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgedecode}
-types="q4_0 q8_0 q4_k_m f16"; threads="1 2"; reps=3; pp=512; tg=128; preset=tinyllama-1.1b
+types="q4_0 q8_0 q4_k_m f16"; threads="1 2"; reps=3; pp=512; tg=128; preset=tinyllama-1.1b; verify=0
 while (($#)); do
   case $1 in
     --types) types=$2; shift 2 ;;
@@ -22,6 +26,7 @@ while (($#)); do
     --quick) pp=64; tg=32; shift ;;
     --pp) pp=$2; shift 2 ;;
     --tg) tg=$2; shift 2 ;;
+    --verify) verify=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -81,5 +86,20 @@ for t in $types; do
       printf "| %s %s | %s | %s | %.2f | %.2f | %.2f | %s |\n" "$preset" "$t" "$th" "$name" "$mt" "$mo" \
         "$(awk -v a="$mo" -v b="$mt" 'BEGIN {print (b > 0 ? a / b : 0)}')" "${mr:+$(printf '%.0f%%' "$mr")}"
     done
+    if ((verify > 0)); then
+      ours=(); theirs=()
+      for ((r = 0; r < reps; r++)); do
+        # llama-bench prints the pp test first, then tg; edgedecode one line per test.
+        mapfile -t ts < <("$peer" -m "$f" -p "$verify" -n "$tg" -t "$th" -r 1 -o json | grep -o '"avg_ts": *[0-9.e+-]*' | grep -o '[0-9.e+-]*$')
+        theirs+=("$(awk -v k="$verify" -v p="${ts[0]}" -v g="${ts[1]}" 'BEGIN {print k * g / p}')")
+        out=$("$bin" bench -m "$f" -p "$verify" -b "$verify" -n "$tg" -t "$th" -r 1 --json)
+        p=$(grep '"pp' <<<"$out" | grep -o '"tps_median":[0-9.e+-]*' | cut -d: -f2)
+        g=$(grep '"tg' <<<"$out" | grep -o '"tps_median":[0-9.e+-]*' | cut -d: -f2)
+        ours+=("$(awk -v k="$verify" -v p="$p" -v g="$g" 'BEGIN {print k * g / p}')")
+      done
+      mt=$(printf '%s\n' "${theirs[@]}" | median); mo=$(printf '%s\n' "${ours[@]}" | median)
+      printf "| %s %s | %s | verify%s (x decode step) | %.2fx | %.2fx | %.2f |  |\n" "$preset" "$t" "$th" "$verify" \
+        "$mt" "$mo" "$(awk -v a="$mo" -v b="$mt" 'BEGIN {print (b > 0 ? a / b : 0)}')"
+    fi
   done
 done
