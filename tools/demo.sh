@@ -29,5 +29,12 @@ echo "== memory plan on this machine (edgedecode plan, ctx 2048) =="
 if "$bin" --help 2>/dev/null | grep -q '^  doctor'; then
   echo
   echo "== memory bandwidth and the decode roofline (doctor env --model) =="
-  "$bin" doctor env --model "$model" 2>&1 | grep -iE "bandwidth|roofline|bytes/token|per token" || true
+  env_out=$("$bin" doctor env --model "$model" 2>&1 | grep -iE "bandwidth|roofline|bytes/token|per token" || true)
+  echo "$env_out"
+  # The decode above against that limit (both measured in this run; the machine may be shared).
+  roof=$(sed -nE 's/^roofline: ([0-9.]+) tok\/s.*/\1/p' <<<"$env_out")
+  if [[ -n "$roof" ]]; then
+    awk -v d="$(field decode_tok_s)" -v r="$roof" \
+      'BEGIN {printf "decode            %.1f tok/s = %.0f%% of the roofline\n", d, 100 * d / r}'
+  fi
 fi

@@ -116,8 +116,9 @@ float ScaleMax(Isa isa, float* s, int64_t n, float scale, float init);
 float ExpSubSum(Isa isa, const float* s, float mx, float* w, int64_t n);
 
 // g[i] = silu(g[i]) * u[i] = g[i] / (1 + exp(-g[i])) * u[i] for i < n: the FFN's gate activation. ref and
-// NEON use std::exp; x86 SIMD the polynomial of ExpSubSum (within 2 ulp of std::exp, exp(-g) clamped at
-// e^88). Element-wise on every path: the value of g[i] does not depend on n or on where the range starts.
+// NEON use std::exp; x86 SIMD computes exp in double and rounds it (std::exp's float value but for rare
+// near-ties), then the same float expression. Element-wise on every path: the value of g[i] does not
+// depend on n or on where the range starts.
 void SiluMul(Isa isa, float* g, const float* u, int64_t n);
 
 // ---- weights repacked at load by 8 rows: q4_0, q4_K, q6_K (decode and prefill measured faster) -------
