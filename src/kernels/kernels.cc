@@ -418,6 +418,10 @@ void SiluMul(Isa isa, float* g, const float* u, int64_t n) {
   for (int64_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
+std::string SiluMulName(Isa isa) {
+  return X86For(isa) != nullptr ? std::string("silu*mul ") + IsaName(isa) + " (exp in double)" : "silu*mul scalar";
+}
+
 std::string KernelName(Isa isa, GgmlType wt) {
   const std::string t = TypeName(static_cast<uint32_t>(wt));
   if (isa == Isa::kRef)

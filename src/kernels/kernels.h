@@ -120,6 +120,8 @@ float ExpSubSum(Isa isa, const float* s, float mx, float* w, int64_t n);
 // near-ties), then the same float expression. Element-wise on every path: the value of g[i] does not
 // depend on n or on where the range starts.
 void SiluMul(Isa isa, float* g, const float* u, int64_t n);
+// How SiluMul runs on isa, for the profiler's kernel column: "silu*mul avx2 (exp in double)" or "silu*mul scalar".
+std::string SiluMulName(Isa isa);
 
 // ---- weights repacked at load by 8 rows: q4_0, q4_K, q6_K (decode and prefill measured faster) -------
 // The file keeps llama.cpp's layout; the repacked copy is internal to the x86 SIMD kernels (AVX2 and up,

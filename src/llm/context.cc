@@ -439,9 +439,7 @@ void Context::SetProfiler(Profiler* p) {
   p->SetKernel(Op::kWo, matmul(&LayerWeights::wo));
   p->SetKernel(Op::kGate, matmul(&LayerWeights::w_gate));
   p->SetKernel(Op::kUp, matmul(&LayerWeights::w_up));
-  // SiluMul: the polynomial exp on the x86 SIMD ISAs, std::exp elsewhere.
-  const bool x86_simd = isa == kernels::Isa::kAvx2 || isa == kernels::Isa::kAvx512;
-  const std::string silu = x86_simd ? std::string("silu*mul ") + kernels::IsaName(isa) : "silu*mul scalar";
+  const std::string silu = kernels::SiluMulName(isa);
   p->SetKernel(Op::kGateUpSilu, matmul(&LayerWeights::w_gate) + "; " + silu);
   p->SetKernel(Op::kSiluMul, silu);
   p->SetKernel(Op::kDown, matmul(&LayerWeights::w_down));
