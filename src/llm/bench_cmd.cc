@@ -155,7 +155,7 @@ int BenchMain(int argc, char** argv) {
         std::fprintf(stderr, "edgedecode: %s\n", ctx.status().message().c_str());
         return 2;
       }
-      runs.push_back(KvRun{kv, std::move(*ctx)});
+      runs.push_back(KvRun{kv, std::move(*ctx), nullptr, {}, {}, {}});
     }
     auto label = [&](const std::string& test, GgmlType kv) {
       return label_kv ? test + " kv " + TypeName(static_cast<uint32_t>(kv)) : test;
