@@ -222,6 +222,7 @@ bool CanPack(Isa isa, GgmlType t, int64_t rows, int64_t k) {
   if (isa != Isa::kAvx2 && isa != Isa::kAvx512) return false;
   if (rows <= 0 || rows % 8 != 0) return false;
   if (t == GgmlType::kQ4_0) return k % 32 == 0;
+  if (t == GgmlType::kQ8_0) return isa == Isa::kAvx512 && k % 32 == 0;  // a 512-bit kernel only
   if (t == GgmlType::kQ4_K || t == GgmlType::kQ6_K) return k % 256 == 0;
   return false;
 }
@@ -230,6 +231,7 @@ size_t PackedBytes(GgmlType t, int64_t rows, int64_t k) {
   const auto groups = static_cast<size_t>(rows / 8);
   if (t == GgmlType::kQ4_K) return groups * static_cast<size_t>(k / 256) * detail::kQ4Kx8Bytes;
   if (t == GgmlType::kQ6_K) return groups * static_cast<size_t>(k / 256) * detail::kQ6Kx8Bytes;
+  if (t == GgmlType::kQ8_0) return groups * static_cast<size_t>(k / 32) * detail::kQ8x8BlockBytes;
   return groups * static_cast<size_t>(k / 32) * detail::kQ4x8BlockBytes;
 }
 
@@ -244,6 +246,20 @@ void PackQ4_0x8(const void* W, int64_t rows, int64_t k, uint8_t* dst) {
         const quant::BlockQ4_0& blk = src[(g * 8 + r) * nb + b];
         std::memcpy(dst + 2 * r, &blk.d, 2);
         for (int v = 0; v < 4; ++v) std::memcpy(dst + 16 + 32 * v + 4 * r, blk.qs + 4 * v, 4);
+      }
+    }
+  }
+}
+
+void PackQ8_0x8(const void* W, int64_t rows, int64_t k, uint8_t* dst) {
+  const auto* src = static_cast<const quant::BlockQ8_0*>(W);
+  const int64_t nb = k / 32;
+  for (int64_t g = 0; g < rows / 8; ++g) {
+    for (int64_t b = 0; b < nb; ++b, dst += detail::kQ8x8BlockBytes) {
+      for (int r = 0; r < 8; ++r) {
+        const quant::BlockQ8_0& blk = src[(g * 8 + r) * nb + b];
+        std::memcpy(dst + 2 * r, &blk.d, 2);
+        for (int i = 0; i < 32; ++i) dst[16 + 32 * r + i] = static_cast<uint8_t>(blk.qs[i] + 128);
       }
     }
   }
@@ -297,7 +313,8 @@ void PackQ6_Kx8(const void* W, int64_t rows, int64_t k, uint8_t* dst) {
 }  // namespace
 
 void Pack(GgmlType t, const void* W, int64_t rows, int64_t k, void* out) {
-  assert(t == GgmlType::kQ4_0 || t == GgmlType::kQ4_K || t == GgmlType::kQ6_K);
+  assert(t == GgmlType::kQ4_0 || t == GgmlType::kQ8_0 || t == GgmlType::kQ4_K || t == GgmlType::kQ6_K);
+  if (t == GgmlType::kQ8_0) return PackQ8_0x8(W, rows, k, static_cast<uint8_t*>(out));
   if (t == GgmlType::kQ4_K) return PackQ4_Kx8(W, rows, k, static_cast<uint8_t*>(out));
   if (t == GgmlType::kQ6_K) return PackQ6_Kx8(W, rows, k, static_cast<uint8_t*>(out));
   PackQ4_0x8(W, rows, k, static_cast<uint8_t*>(out));

@@ -123,18 +123,22 @@ void SiluMul(Isa isa, float* g, const float* u, int64_t n);
 // How SiluMul runs on isa, for the profiler's kernel column: "silu*mul avx2 (exp in double)" or "silu*mul scalar".
 std::string SiluMulName(Isa isa);
 
-// ---- weights repacked at load by 8 rows: q4_0, q4_K, q6_K (decode and prefill measured faster) -------
+// ---- weights repacked at load by 8 rows: q4_0, q8_0, q4_K, q6_K (decode and prefill measured faster) -
 // The file keeps llama.cpp's layout; the repacked copy is internal to the x86 SIMD kernels (AVX2 and up,
 // rows % 8 == 0; never the token embedding, which is read by rows). q4_0 and q4_K are repacked where
 // llama.cpp's CPU backend repacks them, and every packed kernel sums each row in the order of its unpacked
-// kernel (bit-identical). In every layout one 32-byte vector holds 4 consecutive weight bytes of each of
-// the 8 rows (row r at bytes 4r..4r+3), so an integer dot with 4 activations broadcast leaves each row's
-// sum in its own lane: no horizontal sums. The vectors lie in the order the kernels read them: a decode
+// kernel (bit-identical). In the q4_0 and k-quant layouts one 32-byte vector holds 4 consecutive weight
+// bytes of each of the 8 rows (row r at bytes 4r..4r+3), so an integer dot with 4 activations broadcast
+// leaves each row's sum in its own lane: no horizontal sums. The vectors lie in the order the kernels read them: a decode
 // step streams each group front to back (an out-of-order walk measured 4x slower from DRAM here).
 //
 // q4_0, per group of 8 rows, per block b of 32 columns (144 bytes, the same as the 8 original blocks): the
 // 8 rows' fp16 scales, then 4 vectors of 32 bytes; vector v holds bytes 4v..4v+3 of each row's original qs
 // (low nibbles: elements 4v..4v+3, high nibbles: elements 16+4v..16+4v+3).
+//
+// q8_0 (AVX-512 only), per group of 8 rows, per block b of 32 columns (272 bytes, the same as the 8 original
+// blocks): the 8 rows' fp16 scales, then each row's 32 bytes in turn, stored + 128 (uint8): two rows per
+// 512-bit vector, each row keeping the 8-lane order of the unpacked kernel (not rows in lanes).
 //
 // q4_K, per group of 8 rows, per super-block of 256 columns (1184 bytes; the 8 original blocks are 1152):
 //   d[8], dmin[8]         fp16, row r at index r

@@ -192,7 +192,7 @@ TEST(KernelsParity, RowSplitsAreBitIdentical) {
 // Prefill-sized m: the kernels walk the columns in cache blocks (a few dozen columns at k = 4096). All
 // outputs within the tolerances above, and bit-identical to computing the columns 8 at a time (no
 // blocking) and to computing each column alone (decode), for the plain kernels, the f16 prefill tiles
-// and the repacked q4_0 / q4_K / q6_K ones.
+// and the repacked q4_0 / q8_0 / q4_K / q6_K ones.
 TEST(KernelsParity, ColumnBlocksMatchUnblocked) {
   struct Shape { int64_t k, rows, m; };
   // 77 columns: several blocks and a ragged last one; the float types also with an awkward k (a tail of
@@ -398,13 +398,14 @@ TEST(KernelsParity, PackedQ4_0x8) {
   std::printf("packed q4_0x8: %d problems bit-exact against the scalar model of the order\n", tested);
 }
 
-// q4_K and q6_K repacked by 8 rows: bit-identical to the unpacked SIMD kernel of the same ISA (both sum
-// each row's super-block exactly in integers, then the same FMAs), within the reference's tolerance, and
-// bit-identical for any split of the rows at multiples of 8 (8-row and 16-row passes mixed).
+// q8_0, q4_K and q6_K repacked by 8 rows: bit-identical to the unpacked SIMD kernel of the same ISA (q8_0:
+// the same 8-lane dots and FMAs per row; q4_K / q6_K: both sum each row's super-block exactly in
+// integers, then the same FMAs), within the reference's tolerance, and bit-identical for any split of the
+// rows at multiples of 8 (8-row and 16-row passes mixed).
 TEST(KernelsParity, PackedKQuantsx8) {
   int tested = 0;
   uint32_t seed = 1900;
-  for (GgmlType t : {GgmlType::kQ4_K, GgmlType::kQ6_K})
+  for (GgmlType t : {GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K})
   for (Isa isa : PresentIsas()) {
     for (int64_t rows : {8, 16, 40}) {
       for (int64_t k : {256, 768}) {
@@ -435,7 +436,7 @@ TEST(KernelsParity, PackedKQuantsx8) {
     }
   }
   ExpectSomeTestedOnX86(tested);
-  std::printf("packed q4_Kx8 / q6_Kx8: %d problems bit-exact against the unpacked kernels\n", tested);
+  std::printf("packed q8_0x8 / q4_Kx8 / q6_Kx8: %d problems bit-exact against the unpacked kernels\n", tested);
 }
 
 // The KV-cache row conversions give exactly quant::DequantizeRow's values on every ISA.

@@ -86,7 +86,7 @@ int BenchMain(int argc, char** argv) {
   app.add_option("-b,--batch", n_batch, "prefill batch")->capture_default_str();
   app.add_option("--kernels", kernels_arg, "auto, ref, avx2, avx512, neon")->capture_default_str();
   app.add_flag("--json", json, "one JSON object per result line");
-  app.add_flag("--no-repack", no_repack, "keep the matrices in the file mapping and layout (A/B of the huge-page copy and the repacked q4_0 / q4_K / q6_K kernels)");
+  app.add_flag("--no-repack", no_repack, "keep the matrices in the file mapping and layout (A/B of the huge-page copy and the repacked q4_0 / q8_0 / q4_K / q6_K kernels)");
   std::string no_fuse;
   AddNoFuse(app, no_fuse);
   ProfileOptions po;

@@ -135,7 +135,7 @@ inline Result<Loaded> LoadModel(const ModelOptions& o) {
     for (GgmlType t : types) std::fprintf(stderr, "kernel: %-6s -> %s\n", TypeName(static_cast<uint32_t>(t)).c_str(), kernels::KernelName(isa, t).c_str());
     if (!fusions.all_on()) std::fprintf(stderr, "fusions off: %s\n", fusions.OffList().c_str());
     if (repacked > 0)
-      std::fprintf(stderr, "kernel: matrices moved to huge-page memory, q4_0 / q4_K / q6_K repacked by 8 rows (%s; token embedding kept in the file mapping)\n",
+      std::fprintf(stderr, "kernel: matrices moved to huge-page memory, q4_0 / q4_K / q6_K (and q8_0 with AVX-512) repacked by 8 rows (%s; token embedding kept in the file mapping)\n",
                    llm::FormatBytes(repacked).c_str());
   }
   return l;

@@ -49,7 +49,7 @@ MemoryPlan PlanMemory(const Model& model, const PlanParams& p) {
   // The arena replaces the released pages of the originals: about the same total (q4_0 and q6_K repack
   // to their file size, q4_K to 2.8% more; plus < 2 MiB of rounding). The line counts the file size.
   if (model.packed_bytes() > 0)
-    how += "; of which " + FormatBytes(model.packed_bytes()) + " held in huge-page memory for the kernels, q4_0 / q4_K / q6_K repacked (originals released)";
+    how += "; of which " + FormatBytes(model.packed_bytes()) + " held in huge-page memory for the kernels, q4_0 / q8_0 / q4_K / q6_K repacked (originals released)";
   else
     how += "; the runtime moves the matrices each token streams to huge-page memory at load (same total)";
   plan.items.push_back({"weights", model.file().file_size(), how});
