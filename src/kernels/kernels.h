@@ -129,8 +129,9 @@ std::string SiluMulName(Isa isa);
 // llama.cpp's CPU backend repacks them, and every packed kernel sums each row in the order of its unpacked
 // kernel (bit-identical). In the q4_0 and k-quant layouts one 32-byte vector holds 4 consecutive weight
 // bytes of each of the 8 rows (row r at bytes 4r..4r+3), so an integer dot with 4 activations broadcast
-// leaves each row's sum in its own lane: no horizontal sums. The vectors lie in the order the kernels read them: a decode
-// step streams each group front to back (an out-of-order walk measured 4x slower from DRAM here).
+// leaves each row's sum in its own lane: no horizontal sums. The vectors lie in the order the kernels read
+// them: a decode step streams each group front to back (an out-of-order walk measured 4x slower from DRAM
+// here).
 //
 // q4_0, per group of 8 rows, per block b of 32 columns (144 bytes, the same as the 8 original blocks): the
 // 8 rows' fp16 scales, then 4 vectors of 32 bytes; vector v holds bytes 4v..4v+3 of each row's original qs
