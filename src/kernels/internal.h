@@ -62,8 +62,9 @@ struct X86Kernels {
 };
 namespace avx2 { const X86Kernels& Kernels(); }
 namespace avx512 { const X86Kernels& Kernels(); }
-// What each Arm file (arm/neon_kernels.inc, compiled once per variant) provides: neon_dotprod is built
-// with +dotprod (sdot) and used when HWCAP has asimddp; neon is plain Armv8-A Advanced SIMD, which every
+// What each Arm file (arm/neon_kernels.inc, compiled once per variant) provides: neon_i8mm is built with
+// +dotprod+i8mm (smmla for the basic formats) and used when HWCAP2 has i8mm; neon_dotprod is built with
+// +dotprod (sdot) and used when HWCAP has asimddp; neon is plain Armv8-A Advanced SIMD, which every
 // AArch64 CPU has (Cortex-A53/A72, Raspberry Pi 3/4).
 struct NeonKernels {
   MatMulFn (*matmul)(GgmlType wt);                                    // nullptr: the type falls back to ref
@@ -75,7 +76,11 @@ struct NeonKernels {
 };
 namespace neon { const NeonKernels& Kernels(); }
 namespace neon_dotprod { const NeonKernels& Kernels(); }
-// The Arm variant in use (HWCAP); false off Arm.
+namespace neon_i8mm { const NeonKernels& Kernels(); }
+// The Arm variant in use (HWCAP, HWCAP2); false off Arm.
 bool NeonHasDotprod();
+bool NeonHasI8mm();
+// The types the i8mm build runs by smmla (q4_0, q4_1, q5_0, q5_1, q8_0).
+bool NeonI8mmType(GgmlType wt);
 
 }  // namespace edgedecode::kernels::detail

@@ -19,6 +19,9 @@
 #ifndef HWCAP_ASIMDDP
 #define HWCAP_ASIMDDP (1 << 20)
 #endif
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1 << 13)
+#endif
 #endif
 
 namespace edgedecode::kernels {
@@ -34,10 +37,14 @@ const detail::X86Kernels* X86For(Isa isa) {
   return nullptr;
 }
 
-// The Arm table of an ISA, or nullptr: the dotprod build where HWCAP says sdot exists, else plain NEON.
+// The Arm table of an ISA, or nullptr: the i8mm build where HWCAP2 says smmla exists, else the dotprod
+// build where HWCAP says sdot exists, else plain NEON.
 const detail::NeonKernels* NeonFor(Isa isa) {
 #if defined(__aarch64__)
-  if (isa == Isa::kNeon) return detail::NeonHasDotprod() ? &detail::neon_dotprod::Kernels() : &detail::neon::Kernels();
+  if (isa == Isa::kNeon) {
+    if (detail::NeonHasI8mm()) return &detail::neon_i8mm::Kernels();
+    return detail::NeonHasDotprod() ? &detail::neon_dotprod::Kernels() : &detail::neon::Kernels();
+  }
 #endif
   (void)isa;
   return nullptr;
@@ -78,6 +85,21 @@ bool detail::NeonHasDotprod() {
 #else
   return false;
 #endif
+}
+
+bool detail::NeonHasI8mm() {
+#if defined(__aarch64__) && defined(__linux__)
+  // smmla is optional from Armv8.2; the build is also compiled with sdot, so both must be there.
+  static const bool has = NeonHasDotprod() && (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+  return has;
+#else
+  return false;
+#endif
+}
+
+bool detail::NeonI8mmType(GgmlType wt) {
+  return wt == GgmlType::kQ4_0 || wt == GgmlType::kQ4_1 || wt == GgmlType::kQ5_0 || wt == GgmlType::kQ5_1 ||
+         wt == GgmlType::kQ8_0;
 }
 
 const char* IsaName(Isa isa) {
@@ -450,6 +472,7 @@ std::string KernelName(Isa isa, GgmlType wt) {
     case Isa::kAvx2: return "avx2 " + t + act;
     case Isa::kAvx512: return (detail::UsesQ8(wt) ? "avx512-vnni " : "avx512 ") + t + act;
     case Isa::kNeon:
+      if (detail::NeonHasI8mm() && detail::NeonI8mmType(wt)) return "neon-i8mm " + t + act;
       return (detail::UsesQ8(wt) ? (detail::NeonHasDotprod() ? "neon-dotprod " : "neon-smull ") : "neon ") + t + act;
     default: return t;
   }

@@ -169,7 +169,8 @@ void HalfToFloatRow(Isa isa, const uint16_t* h, float* f, int64_t n);
 void DequantizeRow(Isa isa, GgmlType t, const void* src, float* dst, int64_t n);
 
 // Which kernel a weight type gets on an ISA (for -v logging), e.g. "avx512-vnni q4_0 x q8_0"; on Arm
-// "neon-dotprod q4_0 x q8_0" (sdot) or "neon-smull q4_0 x q8_0" (a CPU without dotprod).
+// "neon-i8mm q4_0 x q8_0" (smmla, the basic formats on a CPU with i8mm), "neon-dotprod q4_0 x q8_0"
+// (sdot) or "neon-smull q4_0 x q8_0" (a CPU without dotprod).
 std::string KernelName(Isa isa, GgmlType wt);
 
 }  // namespace edgedecode::kernels

@@ -784,14 +784,18 @@ TEST(KernelsParity, MatMulStridedMatchesDense) {
 }
 
 #if defined(__aarch64__)
-// Both Arm builds on the same problems: outputs bit-identical (and so within the tolerances above
-// whenever one of them is). Needs a CPU with dotprod to call the sdot build at all.
+// The plain and sdot builds on the same problems: outputs bit-identical (and so within the tolerances
+// above whenever one of them is). Needs a CPU with dotprod to call the sdot build at all. On a CPU with
+// i8mm also the i8mm build for the types it does not run by smmla (those have their own order, checked
+// against the reference by the tests above, where NeonFor picks the i8mm build).
 TEST(KernelsParity, NeonBuildsAreBitIdentical) {
   if (!detail::NeonHasDotprod()) GTEST_SKIP() << "no dotprod here: the plain NEON build alone is checked";
   uint32_t seed = 3000;
   for (GgmlType t : kTypes) {
     const detail::MatMulFn plain = detail::neon::Kernels().matmul(t);
-    const detail::MatMulFn dot = detail::neon_dotprod::Kernels().matmul(t);
+    const detail::MatMulFn dot = detail::NeonHasI8mm() && !detail::NeonI8mmType(t)
+                                     ? detail::neon_i8mm::Kernels().matmul(t)
+                                     : detail::neon_dotprod::Kernels().matmul(t);
     ASSERT_TRUE(plain != nullptr && dot != nullptr) << TypeName(static_cast<uint32_t>(t));
     for (int64_t k : Ks(t)) {
       for (int64_t m : {1, 3, 8, 11}) {
@@ -835,9 +839,12 @@ TEST(KernelsIsa, Resolve) {
   EXPECT_FALSE(IsaAvailable(Isa::kAvx2));
   EXPECT_EQ(*a, Isa::kNeon);
   EXPECT_FALSE(CanPack(Isa::kNeon, GgmlType::kQ4_0, 64, 256));  // the packed layout has x86 kernels only
-  // -v says which Arm build the integer types get (HWCAP asimddp), float types neither.
-  const std::string q8 = KernelName(Isa::kNeon, GgmlType::kQ8_0);
-  EXPECT_EQ(q8.rfind(detail::NeonHasDotprod() ? "neon-dotprod " : "neon-smull ", 0), 0u) << q8;
+  // -v says which Arm build the integer types get (HWCAP2 i8mm for the basic formats, HWCAP asimddp),
+  // float types none of them.
+  const std::string q8 = KernelName(Isa::kNeon, GgmlType::kQ8_0), q6k = KernelName(Isa::kNeon, GgmlType::kQ6_K);
+  const char* sdot = detail::NeonHasDotprod() ? "neon-dotprod " : "neon-smull ";
+  EXPECT_EQ(q8.rfind(detail::NeonHasI8mm() ? "neon-i8mm " : sdot, 0), 0u) << q8;
+  EXPECT_EQ(q6k.rfind(sdot, 0), 0u) << q6k;
   EXPECT_EQ(KernelName(Isa::kNeon, GgmlType::kF16).rfind("neon f16", 0), 0u);
 #endif
   for (Isa isa : PresentIsas()) {
