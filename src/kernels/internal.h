@@ -61,6 +61,8 @@ struct X86Kernels {
   void (*silu_mul)(float* g, const float* u, int64_t n);                // the FFN's silu(gate) * up
 };
 namespace avx2 { const X86Kernels& Kernels(); }
+// The CPU has AVX512-BF16 (vdpbf16ps): the avx512 build then runs bf16 weights by it.
+bool X86HasAvx512Bf16();
 namespace avx512 { const X86Kernels& Kernels(); }
 // What each Arm file (arm/neon_kernels.inc, compiled once per variant) provides: neon_i8mm is built with
 // +dotprod+i8mm (smmla for the basic formats) and used when HWCAP2 has i8mm; neon_dotprod is built with

@@ -87,6 +87,15 @@ bool detail::NeonHasDotprod() {
 #endif
 }
 
+bool detail::X86HasAvx512Bf16() {
+#if defined(__x86_64__)
+  static const bool has = __builtin_cpu_supports("avx512bf16");
+  return has;
+#else
+  return false;
+#endif
+}
+
 bool detail::NeonHasI8mm() {
 #if defined(__aarch64__) && defined(__linux__)
   // smmla is optional from Armv8.2; the build is also compiled with sdot, so both must be there.
@@ -170,7 +179,7 @@ void Activations::Begin(Isa isa, GgmlType weight_type, int64_t m, int64_t k) {
   // Resizing keeps capacity: no allocation once warm.
   const bool q8 = detail::UsesQ8(weight_type) && k % 32 == 0;
   if (!quantized_) xf_.resize(static_cast<size_t>(m * k));
-  if (weight_type == GgmlType::kF16) xh_.resize(static_cast<size_t>(m * k));
+  if (weight_type == GgmlType::kF16 || weight_type == GgmlType::kBF16) xh_.resize(static_cast<size_t>(m * k));
   if (q8) {
     qs_.resize(static_cast<size_t>(m * k));
     d_.resize(static_cast<size_t>(m * (k / 32)));
@@ -187,7 +196,11 @@ void Activations::Fill(const float* X, int64_t j0, int64_t j1) {
     // llama.cpp's dot product for 16-bit weights takes 16-bit activations (its vec_dot_type): round
     // them the same way, so that both engines compute the same function (round to nearest even).
     if (wt == GgmlType::kBF16) {
-      for (int64_t i = j0 * k; i < j1 * k; ++i) xf_[static_cast<size_t>(i)] = quant::BHalfToFloat(quant::FloatToBHalf(X[i]));
+      for (int64_t i = j0 * k; i < j1 * k; ++i) {
+        const uint16_t h = quant::FloatToBHalf(X[i]);
+        xh_[static_cast<size_t>(i)] = h;
+        xf_[static_cast<size_t>(i)] = quant::BHalfToFloat(h);
+      }
       return;
     }
     for (int64_t i = j0 * k; i < j1 * k; ++i) {
@@ -470,7 +483,9 @@ std::string KernelName(Isa isa, GgmlType wt) {
   const std::string act = detail::UsesQ8(wt) ? " x q8_0" : " x f32";
   switch (isa) {
     case Isa::kAvx2: return "avx2 " + t + act;
-    case Isa::kAvx512: return (detail::UsesQ8(wt) ? "avx512-vnni " : "avx512 ") + t + act;
+    case Isa::kAvx512:
+      if (wt == GgmlType::kBF16 && detail::X86HasAvx512Bf16()) return "avx512-bf16 bf16 x bf16 (vdpbf16ps)";
+      return (detail::UsesQ8(wt) ? "avx512-vnni " : "avx512 ") + t + act;
     case Isa::kNeon:
       if (detail::NeonHasI8mm() && detail::NeonI8mmType(wt)) return "neon-i8mm " + t + act;
       return (detail::UsesQ8(wt) ? (detail::NeonHasDotprod() ? "neon-dotprod " : "neon-smull ") : "neon ") + t + act;

@@ -47,7 +47,8 @@ class Activations {
   bool quantized() const { return quantized_; }
   // Float path: column j, k floats.
   const float* xf(int64_t j) const { return xf_.data() + j * k_; }
-  // f16 weights only: column j as the fp16 values xf holds (half the bytes, for the prefill tiles).
+  // f16 / bf16 weights only: column j as the fp16 / bf16 values xf holds (half the bytes: the f16
+  // prefill tiles, the vdpbf16ps kernel).
   const uint16_t* xh(int64_t j) const { return xh_.data() + j * k_; }
   // Quantized path: column j.
   const int8_t* qs(int64_t j) const { return qs_.data() + j * k_; }
@@ -65,7 +66,7 @@ class Activations {
   int64_t m_ = 0, k_ = 0;
   bool quantized_ = false;
   std::vector<float> xf_;    // [m][k]
-  std::vector<uint16_t> xh_; // [m][k], f16 weights only
+  std::vector<uint16_t> xh_; // [m][k], f16 and bf16 weights only (their 16-bit activations)
   std::vector<int8_t> qs_;   // [m][k]
   std::vector<float> d_;     // [m][k/32]
   std::vector<float> ds_;    // [m][k/32]
