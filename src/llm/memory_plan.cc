@@ -11,7 +11,16 @@
 
 namespace edgedecode::llm {
 
-ScratchSizes ComputeScratch(const ModelConfig& c, int n_ctx, int n_batch) {
+bool HasHalfMatrices(const Model& model) {
+  const auto half = [](const Weight& w) { return w.type == GgmlType::kF16 || w.type == GgmlType::kBF16; };
+  if (half(model.output())) return true;
+  for (const LayerWeights& L : model.layers())
+    for (const Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+      if (half(*w)) return true;
+  return false;
+}
+
+ScratchSizes ComputeScratch(const ModelConfig& c, int n_ctx, int n_batch, bool half_matrices) {
   const size_t nb = static_cast<size_t>(std::min(n_batch, n_ctx));
   ScratchSizes s;
   s.x = s.xb = s.tmp = nb * c.dim;
@@ -21,8 +30,9 @@ ScratchSizes ComputeScratch(const ModelConfig& c, int n_ctx, int n_batch) {
   s.logits = nb * c.n_vocab;
   s.rope = 2 * static_cast<size_t>(n_ctx) * (c.n_rot / 2);
   const size_t kmax = static_cast<size_t>(std::max({c.dim, c.q_dim(), c.ffn_dim}));
-  // Float copy (4 B/elem) and the q8 form (1 B + 4/32 d + 4/32 d*sum + 2/16 block sums = 1.375 B/elem).
-  s.activation_bytes = nb * kmax * 4 + nb * kmax * 11 / 8;
+  // Float copy (4 B/elem) and the q8 form (1 B + 4/32 d + 4/32 d*sum + 2/16 block sums = 1.375 B/elem);
+  // with f16 / bf16 matrices also the 16-bit copy the kernels read (2 B/elem).
+  s.activation_bytes = nb * kmax * 4 + nb * kmax * 11 / 8 + (half_matrices ? nb * kmax * 2 : 0);
   return s;
 }
 
@@ -64,7 +74,7 @@ MemoryPlan PlanMemory(const Model& model, const PlanParams& p) {
                             std::to_string(c.head_dim) + " head dim x " + std::to_string(p.n_ctx) + " ctx x " +
                             std::to_string(p.n_seqs) + " seqs, K " + TypeName(static_cast<uint32_t>(p.type_k)) + " / V " +
                             TypeName(static_cast<uint32_t>(p.type_v)) + " (block scales included)"});
-  ScratchSizes s = ComputeScratch(c, p.n_ctx, p.n_batch);
+  ScratchSizes s = ComputeScratch(c, p.n_ctx, p.n_batch, HasHalfMatrices(model));
   plan.items.push_back({"activations and scratch", s.bytes() * static_cast<uint64_t>(p.n_seqs),
                         "batch " + std::to_string(std::min(p.n_batch, p.n_ctx)) + ": residual, q/k/v, ffn, logits (" +
                             FormatBytes(s.logits * 4) + "), rope tables, kernel activations"});
