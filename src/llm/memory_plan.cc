@@ -13,10 +13,9 @@ namespace edgedecode::llm {
 
 bool HasHalfMatrices(const Model& model) {
   const auto half = [](const Weight& w) { return w.type == GgmlType::kF16 || w.type == GgmlType::kBF16; };
-  if (half(model.output())) return true;
-  for (const LayerWeights& L : model.layers())
-    for (const Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
-      if (half(*w)) return true;
+  if (half(model.output())) return true;  // token_embd's copy when tied
+  for (const Weight* w : model.all_weights())  // the embedding is a lookup, not a matmul input
+    if (w != &model.token_embd() && half(*w)) return true;
   return false;
 }
 
