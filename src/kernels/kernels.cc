@@ -272,77 +272,61 @@ size_t PackedBytes(GgmlType t, int64_t rows, int64_t k) {
 
 namespace {
 
+// The walk every packed layout shares: per group of 8 rows, per step (block or super-block) of the row,
+// write_row(dst, block of row r, r) fills row r's part of the step's step_bytes bytes at dst.
+template <class Block, class WriteRow>
+void PackBy8(const void* W, int64_t rows, int64_t steps, size_t step_bytes, uint8_t* dst, WriteRow write_row) {
+  const auto* src = static_cast<const Block*>(W);
+  for (int64_t g = 0; g < rows / 8; ++g)
+    for (int64_t s = 0; s < steps; ++s, dst += step_bytes)
+      for (int r = 0; r < 8; ++r) write_row(dst, src[(g * 8 + r) * steps + s], r);
+}
+
 void PackQ4_0x8(const void* W, int64_t rows, int64_t k, uint8_t* dst) {
-  const auto* src = static_cast<const quant::BlockQ4_0*>(W);
-  const int64_t nb = k / 32;
-  for (int64_t g = 0; g < rows / 8; ++g) {
-    for (int64_t b = 0; b < nb; ++b, dst += detail::kQ4x8BlockBytes) {
-      for (int r = 0; r < 8; ++r) {
-        const quant::BlockQ4_0& blk = src[(g * 8 + r) * nb + b];
-        std::memcpy(dst + 2 * r, &blk.d, 2);
-        for (int v = 0; v < 4; ++v) std::memcpy(dst + 16 + 32 * v + 4 * r, blk.qs + 4 * v, 4);
-      }
-    }
-  }
+  PackBy8<quant::BlockQ4_0>(W, rows, k / 32, detail::kQ4x8BlockBytes, dst,
+                            [](uint8_t* d, const quant::BlockQ4_0& blk, int r) {
+                              std::memcpy(d + 2 * r, &blk.d, 2);
+                              for (int v = 0; v < 4; ++v) std::memcpy(d + 16 + 32 * v + 4 * r, blk.qs + 4 * v, 4);
+                            });
 }
 
 void PackQ8_0x8(const void* W, int64_t rows, int64_t k, uint8_t* dst) {
-  const auto* src = static_cast<const quant::BlockQ8_0*>(W);
-  const int64_t nb = k / 32;
-  for (int64_t g = 0; g < rows / 8; ++g) {
-    for (int64_t b = 0; b < nb; ++b, dst += detail::kQ8x8BlockBytes) {
-      for (int r = 0; r < 8; ++r) {
-        const quant::BlockQ8_0& blk = src[(g * 8 + r) * nb + b];
-        std::memcpy(dst + 2 * r, &blk.d, 2);
-        for (int i = 0; i < 32; ++i) dst[16 + 32 * r + i] = static_cast<uint8_t>(blk.qs[i] + 128);
-      }
-    }
-  }
+  PackBy8<quant::BlockQ8_0>(W, rows, k / 32, detail::kQ8x8BlockBytes, dst,
+                            [](uint8_t* d, const quant::BlockQ8_0& blk, int r) {
+                              std::memcpy(d + 2 * r, &blk.d, 2);
+                              for (int i = 0; i < 32; ++i) d[16 + 32 * r + i] = static_cast<uint8_t>(blk.qs[i] + 128);
+                            });
 }
 
 void PackQ4_Kx8(const void* W, int64_t rows, int64_t k, uint8_t* dst) {
-  const auto* src = static_cast<const quant::BlockQ4_K*>(W);
-  const int64_t nsb = k / 256;
-  for (int64_t g = 0; g < rows / 8; ++g) {
-    for (int64_t s = 0; s < nsb; ++s, dst += detail::kQ4Kx8Bytes) {
-      for (int r = 0; r < 8; ++r) {
-        const quant::BlockQ4_K& B = src[(g * 8 + r) * nsb + s];
-        std::memcpy(dst + 2 * r, &B.d, 2);
-        std::memcpy(dst + 16 + 2 * r, &B.dmin, 2);
-        for (int i = 0; i < 8; ++i) {
-          uint8_t sc, mn;
-          quant::GetScaleMinK4(i, B.scales, &sc, &mn);
-          dst[32 + 8 * i + r] = sc;
-          dst[96 + 16 * (i / 2) + 2 * r + i % 2] = mn;
-        }
-        for (int p = 0; p < 4; ++p)
-          for (int v = 0; v < 8; ++v) std::memcpy(dst + 160 + 256 * p + 32 * v + 4 * r, B.qs + 32 * p + 4 * v, 4);
-      }
+  PackBy8<quant::BlockQ4_K>(W, rows, k / 256, detail::kQ4Kx8Bytes, dst, [](uint8_t* d, const quant::BlockQ4_K& B, int r) {
+    std::memcpy(d + 2 * r, &B.d, 2);
+    std::memcpy(d + 16 + 2 * r, &B.dmin, 2);
+    for (int i = 0; i < 8; ++i) {
+      uint8_t sc, mn;
+      quant::GetScaleMinK4(i, B.scales, &sc, &mn);
+      d[32 + 8 * i + r] = sc;
+      d[96 + 16 * (i / 2) + 2 * r + i % 2] = mn;
     }
-  }
+    for (int p = 0; p < 4; ++p)
+      for (int v = 0; v < 8; ++v) std::memcpy(d + 160 + 256 * p + 32 * v + 4 * r, B.qs + 32 * p + 4 * v, 4);
+  });
 }
 
 void PackQ6_Kx8(const void* W, int64_t rows, int64_t k, uint8_t* dst) {
-  const auto* src = static_cast<const quant::BlockQ6_K*>(W);
-  const int64_t nsb = k / 256;
-  constexpr int kQ = 144;
-  for (int64_t g = 0; g < rows / 8; ++g) {
-    for (int64_t s = 0; s < nsb; ++s, dst += detail::kQ6Kx8Bytes) {
-      for (int r = 0; r < 8; ++r) {
-        const quant::BlockQ6_K& B = src[(g * 8 + r) * nsb + s];
-        std::memcpy(dst + 2 * r, &B.d, 2);
-        for (int i = 0; i < 16; ++i) std::memcpy(dst + 16 + 8 * i + r, &B.scales[i], 1);
-        for (int n = 0; n < 2; ++n) {
-          for (int u = 0; u < 8; ++u) {
-            uint8_t* v = dst + kQ + 768 * n + 96 * u + 4 * r;
-            std::memcpy(v, B.ql + 64 * n + 4 * u, 4);
-            std::memcpy(v + 32, B.ql + 64 * n + 32 + 4 * u, 4);
-            std::memcpy(v + 64, B.qh + 32 * n + 4 * u, 4);
-          }
-        }
+  PackBy8<quant::BlockQ6_K>(W, rows, k / 256, detail::kQ6Kx8Bytes, dst, [](uint8_t* d, const quant::BlockQ6_K& B, int r) {
+    constexpr int kQ = 144;
+    std::memcpy(d + 2 * r, &B.d, 2);
+    for (int i = 0; i < 16; ++i) std::memcpy(d + 16 + 8 * i + r, &B.scales[i], 1);
+    for (int n = 0; n < 2; ++n) {
+      for (int u = 0; u < 8; ++u) {
+        uint8_t* v = d + kQ + 768 * n + 96 * u + 4 * r;
+        std::memcpy(v, B.ql + 64 * n + 4 * u, 4);
+        std::memcpy(v + 32, B.ql + 64 * n + 32 + 4 * u, 4);
+        std::memcpy(v + 64, B.qh + 32 * n + 4 * u, 4);
       }
     }
-  }
+  });
 }
 
 }  // namespace
