@@ -59,6 +59,9 @@ struct X86Kernels {
   // Activations of the k-quants (one scale per super-block of 256): QuantizeQ8's values, bit for bit.
   void (*quantize_q8k)(const float* x, int64_t k, int8_t* qs, float* d, float* ds, int16_t* bs);
   void (*silu_mul)(float* g, const float* u, int64_t n);                // the FFN's silu(gate) * up
+  // Activations for f16 / bf16 weights: x rounded to 16 bits as quant::FloatToHalf / FloatToBHalf do, bit
+  // for bit (NaN and subnormals too), the bits in h and the values they stand for in f.
+  void (*round_to_half)(GgmlType wt, const float* x, int64_t n, uint16_t* h, float* f);
 };
 namespace avx2 { const X86Kernels& Kernels(); }
 // The CPU has AVX512-BF16 (vdpbf16ps): the avx512 build then runs bf16 weights by it.

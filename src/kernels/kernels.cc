@@ -69,6 +69,8 @@ QuantizeFn SimdQuantizer(Isa isa, GgmlType wt, int64_t k) {
 }  // namespace
 
 std::string ActivationQuantizerName(Isa isa, GgmlType wt, int64_t k) {
+  if (wt == GgmlType::kF16) return std::string("round to f16") + (X86For(isa) != nullptr ? ", f16c" : ", scalar");
+  if (wt == GgmlType::kBF16) return std::string("round to bf16") + (X86For(isa) != nullptr ? ", avx2" : ", scalar");
   if (!detail::UsesQ8(wt)) return "none";
   const std::string blocks = TypeTraits(wt).block_size == 256 ? "q8 blocks of 32, one scale per 256" : "q8 blocks of 32";
   if (isa == Isa::kRef) return blocks + ", expanded to float (ref)";
@@ -195,6 +197,11 @@ void Activations::Fill(const float* X, int64_t j0, int64_t j1) {
   if (wt == GgmlType::kF16 || wt == GgmlType::kBF16) {
     // llama.cpp's dot product for 16-bit weights takes 16-bit activations (its vec_dot_type): round
     // them the same way, so that both engines compute the same function (round to nearest even).
+    if (const detail::X86Kernels* x86 = X86For(isa_)) {
+      const size_t i0 = static_cast<size_t>(j0 * k);
+      x86->round_to_half(wt, X + i0, (j1 - j0) * k, xh_.data() + i0, xf_.data() + i0);
+      return;
+    }
     if (wt == GgmlType::kBF16) {
       for (int64_t i = j0 * k; i < j1 * k; ++i) {
         const uint16_t h = quant::FloatToBHalf(X[i]);

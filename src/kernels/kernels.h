@@ -75,7 +75,8 @@ class Activations {
 };
 
 // How Activations::Fill quantizes the activations of weight type wt at input size k on isa, e.g.
-// "q8 blocks of 32, avx2" (the SIMD quantizer) or "..., scalar" (for the profiler's kernel column).
+// "q8 blocks of 32, avx2" (the SIMD quantizer), "round to f16, f16c" or "..., scalar" (for the
+// profiler's kernel column).
 std::string ActivationQuantizerName(Isa isa, GgmlType wt, int64_t k);
 
 // Y[j*ldy + r] = dot(row r of W, row j of X) for r in [r0, r1), j in [0, m).

@@ -260,6 +260,44 @@ TEST(KernelsParity, ActivationsReuseAcrossShapes) {
   }
 }
 
+// Activations for 16-bit weights: each ISA rounds them to f16 / bf16 bit for bit as quant::FloatToHalf /
+// FloatToBHalf do, the values stored beside them too: random values over many magnitudes, both signs of
+// zero, infinities, quiet and signalling NaNs with payloads, f16 overflow and subnormal boundaries, exact
+// rounding ties for both formats, float subnormals; k leaves a scalar tail after the vectors.
+TEST(KernelsParity, HalfActivationsAreExact) {
+  const int64_t k = 8 * 40 + 5, m = 3;
+  std::vector<float> x(static_cast<size_t>(m * k));
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_int_distribution<int> ex(-30, 30);
+  for (float& v : x) v = std::ldexp(nd(rng), ex(rng));
+  const uint32_t special_bits[] = {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00001u,
+                                   0x7F800001u, 0x7FA5A5A5u, 0xFF812345u, 0x00000001u, 0x807FFFFFu, 0x7F7FFFFFu,
+                                   0x3F801000u /* 1 + 2^-11: f16 tie */, 0x3F803000u, 0x3F808000u /* bf16 tie */,
+                                   0x3F818000u, 0x477FE000u /* 65504 */, 0x477FEFFFu, 0x477FF000u /* 65520 */,
+                                   0x38800000u /* 2^-14 */, 0x33800000u /* 2^-24 */, 0x33000000u /* 2^-25 */,
+                                   0x33400000u, 0xB3C00000u /* -3 * 2^-25 */, 0x387FE000u, 0x387FF000u};
+  size_t at = 0;
+  for (uint32_t b : special_bits) x[at++ * 7 % x.size()] = quant::BitsFloat(b);
+  for (GgmlType t : {GgmlType::kF16, GgmlType::kBF16}) {
+    for (Isa isa : PresentIsas()) {
+      Activations a;
+      a.Prepare(isa, t, x.data(), m, k);
+      for (int64_t j = 0; j < m; ++j) {
+        for (int64_t i = 0; i < k; ++i) {
+          const float v = x[static_cast<size_t>(j * k + i)];
+          const uint16_t want = t == GgmlType::kF16 ? quant::FloatToHalf(v) : quant::FloatToBHalf(v);
+          const float want_f = t == GgmlType::kF16 ? quant::HalfToFloat(want) : quant::BHalfToFloat(want);
+          ASSERT_EQ(a.xh(j)[i], want) << IsaName(isa) << " " << TypeName(static_cast<uint32_t>(t)) << " x bits "
+                                      << std::hex << quant::FloatBits(v);
+          ASSERT_EQ(quant::FloatBits(a.xf(j)[i]), quant::FloatBits(want_f)) << IsaName(isa) << " value of " << std::hex
+                                                                            << quant::FloatBits(v);
+        }
+      }
+    }
+  }
+}
+
 // The activation quantizer of each ISA gives the reference's q8 blocks bit for bit (qs, d, d*sum and the
 // 16-element sums), over random blocks and awkward ones: all zero, a single value, exact rounding ties
 // (x * 127/amax = n + 0.5), negative maxima, tiny (subnormal scale) and huge magnitudes.

@@ -446,10 +446,7 @@ void Context::SetProfiler(Profiler* p) {
   p->SetKernel(Op::kOutput, kernel_of(model_.output()));
   // What the activations become for the layers' weight type (Activations::Fill).
   const GgmlType wt = L0.wq.type;
-  const std::string quant = wt == GgmlType::kF32    ? "float copy"
-                            : wt == GgmlType::kF16  ? "round to f16"
-                            : wt == GgmlType::kBF16 ? "round to bf16"
-                            : kernels::ActivationQuantizerName(isa, wt, c.dim);
+  const std::string quant = wt == GgmlType::kF32 ? "float copy" : kernels::ActivationQuantizerName(isa, wt, c.dim);
   p->SetKernel(Op::kQuantize, quant);
   for (Op o : {Op::kAttnNorm, Op::kFfnNorm, Op::kOutputNorm}) p->SetKernel(o, "scalar, f64 sum of squares");
   for (Op o : {Op::kAttnNormQuant, Op::kFfnNormQuant, Op::kOutputNormQuant}) p->SetKernel(o, "scalar norm + " + quant);
