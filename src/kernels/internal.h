@@ -36,6 +36,10 @@ inline bool UsesQ8(GgmlType t) {
 // One column of k floats (k % 32 == 0) to q8 blocks of 32: qs [k], d [k/32], ds [k/32], bs [k/16].
 void QuantizeQ8(GgmlType wt, const float* x, int64_t k, int8_t* qs, float* d, float* ds, int16_t* bs);
 
+// n floats of x rounded to f16 (wt kF16, quant::FloatToHalf) or bf16 (kBF16, FloatToBHalf): the bits in h,
+// the values they stand for in f. The scalar form of X86Kernels::round_to_half (and its tail).
+void RoundToHalfScalar(GgmlType wt, const float* x, int64_t n, uint16_t* h, float* f);
+
 // The scalar reference matmul (quant::RefDotRow per output).
 void RefMatMul(GgmlType wt, const uint8_t* W, size_t row_bytes, int64_t k, int64_t r0, int64_t r1,
                const Activations& x, float* Y, int64_t ldy);

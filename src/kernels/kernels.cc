@@ -197,24 +197,10 @@ void Activations::Fill(const float* X, int64_t j0, int64_t j1) {
   if (wt == GgmlType::kF16 || wt == GgmlType::kBF16) {
     // llama.cpp's dot product for 16-bit weights takes 16-bit activations (its vec_dot_type): round
     // them the same way, so that both engines compute the same function (round to nearest even).
-    if (const detail::X86Kernels* x86 = X86For(isa_)) {
-      const size_t i0 = static_cast<size_t>(j0 * k);
-      x86->round_to_half(wt, X + i0, (j1 - j0) * k, xh_.data() + i0, xf_.data() + i0);
-      return;
-    }
-    if (wt == GgmlType::kBF16) {
-      for (int64_t i = j0 * k; i < j1 * k; ++i) {
-        const uint16_t h = quant::FloatToBHalf(X[i]);
-        xh_[static_cast<size_t>(i)] = h;
-        xf_[static_cast<size_t>(i)] = quant::BHalfToFloat(h);
-      }
-      return;
-    }
-    for (int64_t i = j0 * k; i < j1 * k; ++i) {
-      const uint16_t h = quant::FloatToHalf(X[i]);
-      xh_[static_cast<size_t>(i)] = h;
-      xf_[static_cast<size_t>(i)] = quant::HalfToFloat(h);
-    }
+    const size_t i0 = static_cast<size_t>(j0 * k);
+    const detail::X86Kernels* x86 = X86For(isa_);
+    (x86 != nullptr ? x86->round_to_half : &detail::RoundToHalfScalar)(wt, X + i0, (j1 - j0) * k, xh_.data() + i0,
+                                                                      xf_.data() + i0);
     return;
   }
   if (!detail::UsesQ8(wt) || k % 32 != 0) {
@@ -240,6 +226,14 @@ void Activations::Fill(const float* X, int64_t j0, int64_t j1) {
     for (int64_t i = 0; i < k; ++i)
       xf_[static_cast<size_t>(j * k + i)] = d_[static_cast<size_t>(j * (k / 32) + i / 32)] * qs_[static_cast<size_t>(j * k + i)];
   }
+}
+
+void detail::RoundToHalfScalar(GgmlType wt, const float* x, int64_t n, uint16_t* h, float* f) {
+  if (wt == GgmlType::kBF16) {
+    for (int64_t i = 0; i < n; ++i) h[i] = quant::FloatToBHalf(x[i]), f[i] = quant::BHalfToFloat(h[i]);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) h[i] = quant::FloatToHalf(x[i]), f[i] = quant::HalfToFloat(h[i]);
 }
 
 void MatMul(Isa isa, GgmlType wt, const void* W, int64_t k, int64_t r0, int64_t r1,
