@@ -1,7 +1,10 @@
 // Microbenchmark (not a test): single-thread GB/s of kernels::MatMul on a TinyLlama ffn_down-sized
 // matrix (2048 rows x k=5632) per weight type per ISA, m=1 (decode) and m=8 (verify of a draft), next to a
 // read-bandwidth and a memcpy baseline. The matrix is replicated to exceed the L3 cache (copies are
-// rotated), so the figures are DRAM streaming rates.  Usage: kernels_bench [seconds_per_case=0.5]
+// rotated), so the figures are DRAM streaming rates. First, the compute side of verify: the core's int8
+// dot-product peak (independent vpdpbusd chains) beside the packed q4_0 kernel at m = 8 on a matrix that
+// stays in L2, so verify's compute floor (K tokens' MACs / that rate) can be set against a decode step.
+// Usage: kernels_bench [seconds_per_case=0.5]
 #if defined(__x86_64__)
 #include <immintrin.h>
 #elif defined(__aarch64__)
@@ -61,6 +64,62 @@ bool HasSimd() { return false; }
 uint64_t SumSimd(const uint64_t*, size_t) { return 0; }
 #endif
 
+#if defined(__x86_64__)
+// The int8 multiply-accumulate peak of one core: 24 independent accumulator chains (enough to cover the
+// instruction's latency), one vpdpbusd each per step; 64 MACs per 512-bit instruction. Measured only on
+// CPUs with AVX-512 VNNI (the kernels' fastest int8 path); elsewhere not probed.
+// Written in assembly: as intrinsics over an array GCC kept the accumulators on the stack (a store and a
+// load per instruction), which measured ~25% under the packed kernel itself.
+__attribute__((target("avx512f,avx512vnni"))) double Int8Zmm(long steps) {
+  const int w = 0x03030303, x = 0x05050505;
+  __asm__ volatile(
+      "vpbroadcastd %[w], %%zmm31\n\t"
+      "vpbroadcastd %[x], %%zmm30\n\t"
+      "1:\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm0\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm1\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm2\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm3\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm4\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm5\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm6\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm7\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm8\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm9\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm10\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm11\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm12\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm13\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm14\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm15\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm16\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm17\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm18\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm19\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm20\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm21\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm22\n\t"
+      "vpdpbusd %%zmm30, %%zmm31, %%zmm23\n\t"
+      "dec %[n]\n\t"
+      "jnz 1b\n\t"
+      : [n] "+r"(steps)
+      : [w] "r"(w), [x] "r"(x)
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+        "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
+        "xmm23", "xmm30", "xmm31", "cc");
+  return static_cast<double>(steps);
+}
+const char* Int8PeakName() {
+  return __builtin_cpu_supports("avx512vnni") ? "vpdpbusd zmm (avx512-vnni)" : "none (no VNNI)";
+}
+double Int8MacsPerStep() { return __builtin_cpu_supports("avx512vnni") ? 24.0 * 64 : 0; }
+double Int8Step(long steps) { return __builtin_cpu_supports("avx512vnni") ? Int8Zmm(steps) : 0; }
+#else
+const char* Int8PeakName() { return "not probed on this ISA"; }
+double Int8MacsPerStep() { return 0; }
+double Int8Step(long) { return 0; }
+#endif
+
 double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 // Best-of GB/s of fn(i) moving `bytes` per call, over ~budget seconds.
@@ -96,6 +155,38 @@ int main(int argc, char** argv) {
   std::printf("baseline read: scalar u64 sum %.1f GB/s, %s sum %.1f GB/s; memcpy %.1f GB/s (bytes read); 1 thread\n",
               read_gbs, kSimdName, read_gbs_simd, copy_gbs);
   const double ref_gbs = std::max(read_gbs, read_gbs_simd);
+
+  // Verify's compute side, 1 thread: the int8 peak, then the packed q4_0 kernel at m = 8 from L2 (256 rows
+  // of TinyLlama's k = 2048: 288 KiB) in GMAC/s.
+  if (Int8MacsPerStep() > 0) {
+    constexpr long kSteps = 1 << 20;
+    const double macs = Int8MacsPerStep() * kSteps;
+    const double g = Rate(static_cast<size_t>(macs), budget, [&](int) { sink = sink + static_cast<uint64_t>(Int8Step(kSteps)); });
+    std::printf("int8 peak: %.0f GMAC/s, %s; 1 thread\n", g, Int8PeakName());
+  }
+  {
+    constexpr int64_t kRowsL2 = 256, kKL2 = 2048, kM = 8;
+    std::mt19937 r2(2);
+    std::normal_distribution<float> n2(0.0f, 1.0f);
+    std::vector<float> w2(kRowsL2 * kKL2), x2(kM * kKL2), y2(kM * kRowsL2);
+    for (float& f : w2) f = n2(r2) * 0.05f;
+    for (float& f : x2) f = n2(r2);
+    std::vector<uint8_t> q(RowBytes(GgmlType::kQ4_0, kKL2) * kRowsL2);
+    for (int64_t r = 0; r < kRowsL2; ++r)
+      quant::QuantizeRow(GgmlType::kQ4_0, w2.data() + r * kKL2, q.data() + r * RowBytes(GgmlType::kQ4_0, kKL2), kKL2);
+    for (kernels::Isa isa : {kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kNeon}) {
+      if (!kernels::IsaAvailable(isa) || !kernels::CanPack(isa, GgmlType::kQ4_0, kRowsL2, kKL2)) continue;
+      std::vector<uint8_t> P(kernels::PackedBytes(GgmlType::kQ4_0, kRowsL2, kKL2));
+      kernels::Pack(GgmlType::kQ4_0, q.data(), kRowsL2, kKL2, P.data());
+      kernels::Activations a;
+      a.Prepare(isa, GgmlType::kQ4_0, x2.data(), kM, kKL2);
+      const double g = Rate(static_cast<size_t>(kRowsL2 * kKL2 * kM), budget, [&](int) {
+        kernels::MatMulPacked(isa, GgmlType::kQ4_0, P.data(), kKL2, 0, kRowsL2, a, y2.data(), kRowsL2);
+      });
+      std::printf("q4_0 packed, m=8, weights in L2: %.0f GMAC/s, %s; 1 thread\n", g, kernels::IsaName(isa));
+    }
+  }
+
   std::printf("%-7s %-6s %-40s %10s %10s %12s\n", "isa", "type", "kernel", "m=1 GB/s", "%read", "m=8/m=1 time");
 
   const GgmlType types[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0,

@@ -67,6 +67,16 @@ double BytesPerToken(const llm::Model& m, int depth, GgmlType kv) {
   return b;
 }
 
+// Multiply-accumulates of one token through the matrices (every layer's seven, then the output): what a
+// verify pass of K tokens computes K times, for its GMAC/s beside the core's int8 peak (kernels_bench).
+double MacsPerToken(const llm::Model& m) {
+  double macs = static_cast<double>(m.output().rows) * static_cast<double>(m.output().cols);
+  for (const llm::LayerWeights& L : m.layers())
+    for (const llm::Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+      macs += static_cast<double>(w->rows) * static_cast<double>(w->cols);
+  return macs;
+}
+
 int BenchMain(int argc, char** argv) {
   CLI::App app{"Prefill and decode speed, median of repeated runs, with the decode roofline "
                "(memory read bandwidth measured here / bytes read per token).",
@@ -82,7 +92,7 @@ int BenchMain(int argc, char** argv) {
   app.add_option("-t,--threads", threads_arg, "thread counts, comma-separated")->capture_default_str();
   app.add_option("-r,--repetitions", reps, "runs per test (the median is reported)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("-d,--depth", depth, "KV cache depth before the decode test")->capture_default_str();
-  app.add_option("-k,--verify", verify, "also time one forward pass over K tokens (speculative verify), as a multiple of one decode step");
+  app.add_option("-k,--verify", verify, "also time one forward pass over K tokens (speculative verify), as a multiple of one decode step, with its int8 GMAC/s");
   app.add_option("-b,--batch", n_batch, "prefill batch")->capture_default_str();
   app.add_option("--kernels", kernels_arg, "auto, ref, avx2, avx512, neon")->capture_default_str();
   app.add_flag("--json", json, "one JSON object per result line");
@@ -260,14 +270,16 @@ int BenchMain(int argc, char** argv) {
             if (r > 0) ratio.push_back(s / step);
           }
           Stats s = Summarize(ratio);
+          const double gmacs = verify * MacsPerToken(m) / (s.median * step) / 1e9;
           const std::string vname = label("verify" + std::to_string(verify), run.kv);
           if (json) {
             std::printf("%s\n", nlohmann::json({{"model", model_path}, {"threads", threads}, {"test", "verify" + std::to_string(verify)},
                                                 {"kv_type", TypeName(static_cast<uint32_t>(run.kv))},
-                                                {"cost_vs_decode_step_median", s.median}}).dump().c_str());
+                                                {"cost_vs_decode_step_median", s.median}, {"gmac_per_s", gmacs}}).dump().c_str());
           } else {
-            std::printf("| %s | %.0f | %d | %s | %s | %.2fx one decode step | %.2f..%.2f | | | |\n", m.config().name.c_str(),
-                        model_mib, threads, kernels::IsaName(*isa), vname.c_str(), s.median, s.min, s.max);
+            std::printf("| %s | %.0f | %d | %s | %s | %.2fx one decode step (%.0f GMAC/s) | %.2f..%.2f | | | |\n",
+                        m.config().name.c_str(), model_mib, threads, kernels::IsaName(*isa), vname.c_str(), s.median, gmacs,
+                        s.min, s.max);
           }
         }
       }
