@@ -59,6 +59,15 @@ class Activations {
   // nibbles read as 0..15 into the dot with the weights (nibble - 8). Precomputed so that a kernel can
   // start each block's sum from it (one broadcast) instead of subtracting it per row group.
   const int32_t* neg8sum(int64_t j) const { return c8_.data() + j * (k_ / 32); }
+  // q4_0 weights on AVX-512, whole chunks of 8 columns: the same values as qs, d and neg8sum, interleaved
+  // block by block so that the 16-row kernel reads all 8 columns through one pointer (with 8 column
+  // pointers it ran out of general registers): chunk c (columns 8c..8c+7), block b is kQ4Chunk8Bytes at
+  // q4_chunk8(c) + b * kQ4Chunk8Bytes: qs[8][32], then d[8] (float), then neg8sum[8] (int32).
+  // nullptr where not prepared (other ISA or weight type, or columns 8c..8c+7 not all present).
+  static constexpr int64_t kQ4Chunk8Bytes = 8 * 32 + 8 * 4 + 8 * 4;
+  const uint8_t* q4_chunk8(int64_t c) const {
+    return qi_.empty() || 8 * (c + 1) > m_ ? nullptr : qi_.data() + c * (k_ / 32) * kQ4Chunk8Bytes;
+  }
 
  private:
   Isa isa_ = Isa::kRef;
@@ -72,6 +81,7 @@ class Activations {
   std::vector<float> ds_;    // [m][k/32]
   std::vector<int16_t> bs_;  // [m][k/16]
   std::vector<int32_t> c8_;  // [m][k/32], q4_0 weights only
+  std::vector<uint8_t> qi_;  // [m/8][k/32][kQ4Chunk8Bytes], q4_0 on AVX-512 only (q4_chunk8)
 };
 
 // How Activations::Fill quantizes the activations of weight type wt at input size k on isa, e.g.

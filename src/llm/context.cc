@@ -67,7 +67,7 @@ Context::Context(const Model& model, const ContextParams& params, int n_ctx, int
   const bool quantized_k = params.type_k == GgmlType::kQ4_0 || params.type_k == GgmlType::kQ8_0;
   rotate_k_ = params.rotate_k == 1 || (params.rotate_k < 0 && quantized_k && IsPow2(c.head_dim));
   // Every buffer is sized by ComputeScratch, the function `plan` reports from.
-  const ScratchSizes sz = ComputeScratch(c, n_ctx, params.n_batch, HasHalfMatrices(model));
+  const ScratchSizes sz = ComputeScratch(c, n_ctx, params.n_batch, HasHalfMatrices(model), HasQ4_0Matrices(model));
   x_.resize(sz.x);
   xb_.resize(sz.xb);
   q_.resize(sz.q);

@@ -11,15 +11,30 @@
 
 namespace edgedecode::llm {
 
-bool HasHalfMatrices(const Model& model) {
-  const auto half = [](const Weight& w) { return w.type == GgmlType::kF16 || w.type == GgmlType::kBF16; };
-  if (half(model.output())) return true;  // token_embd's copy when tied
-  for (const Weight* w : model.all_weights())  // the embedding is a lookup, not a matmul input
-    if (w != &model.token_embd() && half(*w)) return true;
+namespace {
+
+// Whether a matrix the forward pass multiplies (every weight but the embedding lookup, plus the output
+// matrix, which is token_embd's when tied) satisfies pred.
+template <class Pred>
+bool AnyMatrix(const Model& model, Pred pred) {
+  if (pred(model.output())) return true;
+  for (const Weight* w : model.all_weights())
+    if (w != &model.token_embd() && pred(*w)) return true;
   return false;
 }
 
-ScratchSizes ComputeScratch(const ModelConfig& c, int n_ctx, int n_batch, bool half_matrices) {
+}  // namespace
+
+bool HasHalfMatrices(const Model& model) {
+  return AnyMatrix(model, [](const Weight& w) { return w.type == GgmlType::kF16 || w.type == GgmlType::kBF16; });
+}
+
+bool HasQ4_0Matrices(const Model& model) {
+  return AnyMatrix(model, [](const Weight& w) { return w.type == GgmlType::kQ4_0; });
+}
+
+ScratchSizes ComputeScratch(const ModelConfig& c, int n_ctx, int n_batch, bool half_matrices,
+                            bool q4_0_matrices) {
   const size_t nb = static_cast<size_t>(std::min(n_batch, n_ctx));
   ScratchSizes s;
   s.x = s.xb = s.tmp = nb * c.dim;
@@ -31,7 +46,11 @@ ScratchSizes ComputeScratch(const ModelConfig& c, int n_ctx, int n_batch, bool h
   const size_t kmax = static_cast<size_t>(std::max({c.dim, c.q_dim(), c.ffn_dim}));
   // Float copy (4 B/elem) and the q8 form (1 B + 4/32 d + 4/32 d*sum + 2/16 block sums = 1.375 B/elem);
   // with f16 / bf16 matrices also the 16-bit copy the kernels read (2 B/elem).
-  s.activation_bytes = nb * kmax * 4 + nb * kmax * 11 / 8 + (half_matrices ? nb * kmax * 2 : 0);
+  // With q4_0 matrices also the block sums times -8 (4/32 B/elem) and, on AVX-512, the 8-column
+  // interleaved copy (Activations::q4_chunk8: 320 B per 32 elements of 8 columns, 1.25 B/elem), counted
+  // whatever the ISA: `plan` may describe another machine.
+  s.activation_bytes = nb * kmax * 4 + nb * kmax * 11 / 8 + (half_matrices ? nb * kmax * 2 : 0) +
+                       (q4_0_matrices ? nb * kmax / 8 + nb / 8 * 8 * kmax * 5 / 4 : 0);
   return s;
 }
 
@@ -73,7 +92,7 @@ MemoryPlan PlanMemory(const Model& model, const PlanParams& p) {
                             std::to_string(c.head_dim) + " head dim x " + std::to_string(p.n_ctx) + " ctx x " +
                             std::to_string(p.n_seqs) + " seqs, K " + TypeName(static_cast<uint32_t>(p.type_k)) + " / V " +
                             TypeName(static_cast<uint32_t>(p.type_v)) + " (block scales included)"});
-  ScratchSizes s = ComputeScratch(c, p.n_ctx, p.n_batch, HasHalfMatrices(model));
+  ScratchSizes s = ComputeScratch(c, p.n_ctx, p.n_batch, HasHalfMatrices(model), HasQ4_0Matrices(model));
   plan.items.push_back({"activations and scratch", s.bytes() * static_cast<uint64_t>(p.n_seqs),
                         "batch " + std::to_string(std::min(p.n_batch, p.n_ctx)) + ": residual, q/k/v, ffn, logits (" +
                             FormatBytes(s.logits * 4) + "), rope tables, kernel activations"});
