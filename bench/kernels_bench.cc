@@ -138,6 +138,45 @@ double Rate(size_t bytes, double budget, F fn, bool median = false) {
   return bytes / (median ? t[t.size() / 2] : t.front()) / 1e9;
 }
 
+// Median GMAC/s of the packed q4_0 kernel at m = 8 on `rows` x 2048, per ISA that packs q4_0, over
+// `copies` copies of the matrix used in turn (0: enough to exceed the L3), printed as "weights <where>".
+// The copies sit in 2 MiB pages where the kernel allows, as the runtime's packed copy does.
+void PackedQ4M8Rates(int64_t rows, int copies, const char* where, double budget) {
+  constexpr int64_t kK = 2048, kM = 8;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> w(kK), x(kM * kK), y(kM * rows);
+  for (float& f : w) f = nd(rng) * 0.05f;
+  for (float& f : x) f = nd(rng);
+  const size_t rb = RowBytes(GgmlType::kQ4_0, kK);
+  std::vector<uint8_t> q(rb * rows);
+  quant::QuantizeRow(GgmlType::kQ4_0, w.data(), q.data(), kK);  // one row, replicated: values do not change speed
+  for (int64_t r = 1; r < rows; ++r) std::memcpy(q.data() + r * rb, q.data(), rb);
+  for (kernels::Isa isa : {kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kNeon}) {
+    if (!kernels::IsaAvailable(isa) || !kernels::CanPack(isa, GgmlType::kQ4_0, rows, kK)) continue;
+    const size_t pb = kernels::PackedBytes(GgmlType::kQ4_0, rows, kK);
+    const int n = copies > 0 ? copies : static_cast<int>(std::max<size_t>(2, kTotal / 4 / pb));
+    constexpr size_t kPage = size_t{2} << 20;
+    const size_t bytes = (pb * n + kPage - 1) / kPage * kPage;
+    struct Free {
+      void operator()(uint8_t* p) const { std::free(p); }
+    };
+    std::unique_ptr<uint8_t, Free> P(static_cast<uint8_t*>(std::aligned_alloc(kPage, bytes)));
+#ifdef MADV_HUGEPAGE
+    madvise(P.get(), bytes, MADV_HUGEPAGE);
+#endif
+    kernels::Pack(GgmlType::kQ4_0, q.data(), rows, kK, P.get());
+    for (int i = 1; i < n; ++i) std::memcpy(P.get() + pb * i, P.get(), pb);
+    kernels::Activations a;
+    a.Prepare(isa, GgmlType::kQ4_0, x.data(), kM, kK);
+    const double g = Rate(static_cast<size_t>(rows * kK * kM), budget, [&](int i) {
+      kernels::MatMulPacked(isa, GgmlType::kQ4_0, P.get() + pb * (i % n), kK, 0, rows, a, y.data(), rows);
+    }, true);
+    std::printf("q4_0 packed, m=8, weights %s: %.0f GMAC/s (%.1f GB/s of weights), %s; 1 thread\n", where, g,
+                g * pb / static_cast<double>(rows * kK * kM), kernels::IsaName(isa));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -159,71 +198,16 @@ int main(int argc, char** argv) {
               read_gbs, kSimdName, read_gbs_simd, copy_gbs);
   const double ref_gbs = std::max(read_gbs, read_gbs_simd);
 
-  // Verify's compute side, 1 thread: the int8 peak, then the packed q4_0 kernel at m = 8 from L2 (256 rows
-  // of TinyLlama's k = 2048: 288 KiB) in GMAC/s.
+  // Verify's compute side, 1 thread: the int8 peak, then the packed q4_0 kernel at m = 8.
   if (HasInt8Probe()) {
     constexpr long kSteps = 1 << 20;
     const double g = Rate(static_cast<size_t>(kInt8MacsPerStep * kSteps), budget, [&](int) { Int8Zmm(kSteps); });
     std::printf("int8 peak: %.0f GMAC/s, vpdpbusd zmm (avx512-vnni); 1 thread\n", g);
   }
-  {
-    constexpr int64_t kRowsL2 = 256, kKL2 = 2048, kM = 8;
-    std::mt19937 r2(2);
-    std::normal_distribution<float> n2(0.0f, 1.0f);
-    std::vector<float> w2(kRowsL2 * kKL2), x2(kM * kKL2), y2(kM * kRowsL2);
-    for (float& f : w2) f = n2(r2) * 0.05f;
-    for (float& f : x2) f = n2(r2);
-    std::vector<uint8_t> q(RowBytes(GgmlType::kQ4_0, kKL2) * kRowsL2);
-    for (int64_t r = 0; r < kRowsL2; ++r)
-      quant::QuantizeRow(GgmlType::kQ4_0, w2.data() + r * kKL2, q.data() + r * RowBytes(GgmlType::kQ4_0, kKL2), kKL2);
-    for (kernels::Isa isa : {kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kNeon}) {
-      if (!kernels::IsaAvailable(isa) || !kernels::CanPack(isa, GgmlType::kQ4_0, kRowsL2, kKL2)) continue;
-      std::vector<uint8_t> P(kernels::PackedBytes(GgmlType::kQ4_0, kRowsL2, kKL2));
-      kernels::Pack(GgmlType::kQ4_0, q.data(), kRowsL2, kKL2, P.data());
-      kernels::Activations a;
-      a.Prepare(isa, GgmlType::kQ4_0, x2.data(), kM, kKL2);
-      const double g = Rate(static_cast<size_t>(kRowsL2 * kKL2 * kM), budget, [&](int) {
-        kernels::MatMulPacked(isa, GgmlType::kQ4_0, P.data(), kKL2, 0, kRowsL2, a, y2.data(), kRowsL2);
-      }, true);
-      std::printf("q4_0 packed, m=8, weights in L2: %.0f GMAC/s, %s; 1 thread\n", g, kernels::IsaName(isa));
-    }
-  }
-  {
-    // The same kernel streaming from DRAM: TinyLlama's ffn_gate shape (5632 x 2048), copies rotated past
-    // the L3, so the gap to the line above is what the memory side costs a verify pass.
-    constexpr int64_t kRowsD = 5632, kKD = 2048, kM = 8;
-    std::mt19937 r3(3);
-    std::normal_distribution<float> n3(0.0f, 1.0f);
-    std::vector<float> w3(kKD), x3(kM * kKD), y3(kM * kRowsD);
-    for (float& f : w3) f = n3(r3) * 0.05f;
-    for (float& f : x3) f = n3(r3);
-    const size_t rb = RowBytes(GgmlType::kQ4_0, kKD);
-    std::vector<uint8_t> q(rb * kRowsD);
-    quant::QuantizeRow(GgmlType::kQ4_0, w3.data(), q.data(), kKD);
-    for (int64_t r = 1; r < kRowsD; ++r) std::memcpy(q.data() + r * rb, q.data(), rb);
-    for (kernels::Isa isa : {kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kNeon}) {
-      if (!kernels::IsaAvailable(isa) || !kernels::CanPack(isa, GgmlType::kQ4_0, kRowsD, kKD)) continue;
-      const size_t pb = kernels::PackedBytes(GgmlType::kQ4_0, kRowsD, kKD);
-      const int copies = static_cast<int>(std::max<size_t>(2, kTotal / 4 / pb));
-      // In 2 MiB pages where the kernel allows, as the runtime's packed copy is (Model's huge-page copy).
-      const size_t bytes = (pb * copies + (size_t{2} << 20) - 1) / (size_t{2} << 20) * (size_t{2} << 20);
-      auto* mem = static_cast<uint8_t*>(std::aligned_alloc(size_t{2} << 20, bytes));
-#ifdef MADV_HUGEPAGE
-      madvise(mem, bytes, MADV_HUGEPAGE);
-#endif
-      struct Free { void operator()(uint8_t* p) const { std::free(p); } };
-      std::unique_ptr<uint8_t, Free> P(mem);
-      kernels::Pack(GgmlType::kQ4_0, q.data(), kRowsD, kKD, P.get());
-      for (int i = 1; i < copies; ++i) std::memcpy(P.get() + pb * i, P.get(), pb);
-      kernels::Activations a;
-      a.Prepare(isa, GgmlType::kQ4_0, x3.data(), kM, kKD);
-      const double g = Rate(static_cast<size_t>(kRowsD * kKD * kM), budget, [&](int i) {
-        kernels::MatMulPacked(isa, GgmlType::kQ4_0, P.get() + pb * (i % copies), kKD, 0, kRowsD, a, y3.data(), kRowsD);
-      }, true);
-      std::printf("q4_0 packed, m=8, weights from DRAM: %.0f GMAC/s (%.1f GB/s of weights), %s; 1 thread\n", g,
-                  g * 1e9 / (kRowsD * kKD * kM) * pb / 1e9, kernels::IsaName(isa));
-    }
-  }
+  // The packed q4_0 kernel at m = 8 (k = 2048, TinyLlama's dim): 256 rows (288 KiB) stay in L2; ffn_gate's
+  // 5632 rows, copies rotated past the L3, stream from DRAM: the gap is what the memory side costs a pass.
+  PackedQ4M8Rates(256, 1, "in L2", budget);
+  PackedQ4M8Rates(5632, 0, "from DRAM", budget);
 
   if (verify_only) return 0;
   std::printf("%-7s %-6s %-40s %10s %10s %12s\n", "isa", "type", "kernel", "m=1 GB/s", "%read", "m=8/m=1 time");

@@ -188,9 +188,10 @@ void Activations::Begin(Isa isa, GgmlType weight_type, int64_t m, int64_t k) {
     ds_.resize(static_cast<size_t>(m * (k / 32)));
     bs_.resize(static_cast<size_t>(m * (k / 16)));
     if (weight_type == GgmlType::kQ4_0) c8_.resize(static_cast<size_t>(m * (k / 32)));
-    const bool chunks = weight_type == GgmlType::kQ4_0 && isa == Isa::kAvx512 && quantized_;
-    qi_.resize(chunks ? static_cast<size_t>((m / 8) * (k / 32) * kQ4Chunk8Bytes) : 0);
   }
+  // Sized (or emptied) on every Begin: q4_chunk8 answers from it.
+  const bool chunks = weight_type == GgmlType::kQ4_0 && isa == Isa::kAvx512 && quantized_;
+  qi_.resize(chunks ? static_cast<size_t>((m / 8) * (k / 32) * kQ4Chunk8Bytes) : 0);
 }
 
 void Activations::Fill(const float* X, int64_t j0, int64_t j1) {
@@ -221,15 +222,15 @@ void Activations::Fill(const float* X, int64_t j0, int64_t j1) {
       const int16_t* bs = bs_.data() + j * (k / 16);
       int32_t* c8 = c8_.data() + j * (k / 32);
       for (int64_t b = 0; b < k / 32; ++b) c8[b] = -8 * (bs[2 * b] + bs[2 * b + 1]);
-      if (static_cast<size_t>(j / 8 + 1) * (k / 32) * kQ4Chunk8Bytes <= qi_.size()) {
+      if (q4_chunk8(j / 8) != nullptr) {  // column j's slots in its chunk
         const float* d = d_.data() + j * (k / 32);
         const int8_t* q = qs_.data() + j * k;
         uint8_t* o = qi_.data() + (j / 8) * (k / 32) * kQ4Chunk8Bytes;
         const int64_t col = j % 8;
         for (int64_t b = 0; b < k / 32; ++b, o += kQ4Chunk8Bytes) {
           std::memcpy(o + 32 * col, q + 32 * b, 32);
-          std::memcpy(o + 256 + 4 * col, d + b, 4);
-          std::memcpy(o + 288 + 4 * col, c8 + b, 4);
+          std::memcpy(o + kQ4Chunk8ScaleOffset + 4 * col, d + b, 4);
+          std::memcpy(o + kQ4Chunk8SumOffset + 4 * col, c8 + b, 4);
         }
       }
     }

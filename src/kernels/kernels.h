@@ -62,9 +62,11 @@ class Activations {
   // q4_0 weights on AVX-512, whole chunks of 8 columns: the same values as qs, d and neg8sum, interleaved
   // block by block so that the 16-row kernel reads all 8 columns through one pointer (with 8 column
   // pointers it ran out of general registers): chunk c (columns 8c..8c+7), block b is kQ4Chunk8Bytes at
-  // q4_chunk8(c) + b * kQ4Chunk8Bytes: qs[8][32], then d[8] (float), then neg8sum[8] (int32).
+  // q4_chunk8(c) + b * kQ4Chunk8Bytes: qs[8][32], then d[8] (float, at kQ4Chunk8ScaleOffset), then
+  // neg8sum[8] (int32, at kQ4Chunk8SumOffset).
   // nullptr where not prepared (other ISA or weight type, or columns 8c..8c+7 not all present).
-  static constexpr int64_t kQ4Chunk8Bytes = 8 * 32 + 8 * 4 + 8 * 4;
+  static constexpr int64_t kQ4Chunk8ScaleOffset = 8 * 32, kQ4Chunk8SumOffset = kQ4Chunk8ScaleOffset + 8 * 4;
+  static constexpr int64_t kQ4Chunk8Bytes = kQ4Chunk8SumOffset + 8 * 4;
   const uint8_t* q4_chunk8(int64_t c) const {
     return qi_.empty() || 8 * (c + 1) > m_ ? nullptr : qi_.data() + c * (k_ / 32) * kQ4Chunk8Bytes;
   }
