@@ -170,7 +170,7 @@ void PackedQ4M8Rates(int64_t rows, int copies, const char* where, double budget)
     kernels::Activations a;
     a.Prepare(isa, GgmlType::kQ4_0, x.data(), kM, kK);
     const double g = Rate(static_cast<size_t>(rows * kK * kM), budget, [&](int i) {
-      kernels::MatMulPacked(isa, GgmlType::kQ4_0, P.get() + pb * (i % n), kK, 0, rows, a, y.data(), rows);
+      kernels::MatMulPacked(isa, GgmlType::kQ4_0, P.get() + pb * (i % n), rows, kK, 0, rows, a, y.data(), rows);
     }, true);
     std::printf("q4_0 packed, m=8, weights %s: %.0f GMAC/s (%.1f GB/s of weights), %s; 1 thread\n", where, g,
                 g * pb / static_cast<double>(rows * kK * kM), kernels::IsaName(isa));

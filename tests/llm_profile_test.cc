@@ -118,7 +118,7 @@ TEST_F(Profile, RunProfileListsEveryOpAndKeepsTheTokens) {
   EXPECT_NE(r.err.find("profile: prefill, 1 passes"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("profile: decode, 11 passes"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("| gate_up+silu*mul"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("q4_0 x q8_0, 8-row repacked"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("q4_0 x q8_0, 16-row repacked"), std::string::npos) << r.err;
 
   nlohmann::json unfused = RunJson(base + " --profile --no-fuse all");
   EXPECT_EQ(unfused["tokens"], plain["tokens"]);

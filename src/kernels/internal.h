@@ -20,10 +20,12 @@ using AccumulateRowsFn = bool (*)(GgmlType vt, const uint8_t* V, size_t row_byte
 using AttentionScoresFn = bool (*)(GgmlType kt, const uint8_t* K, size_t row_bytes, int64_t hd, int64_t n,
                                    const float* q, int64_t ldq, int64_t m, float* s, int64_t lds);
 
-// A kernel over weights repacked by Pack (q4_0, q8_0, q4_K, q6_K): rows [r0, r1) (multiples of 8).
-using PackedFn = void (*)(const uint8_t* P, int64_t k, int64_t r0, int64_t r1, const Activations& x, float* Y,
-                          int64_t ldy);
-constexpr size_t kQ4x8BlockBytes = 16 + 128;  // q4_0: 8 fp16 scales, then 4 vectors of 8 rows x 4 bytes
+// A kernel over weights repacked by Pack (q4_0, q8_0, q4_K, q6_K): rows [r0, r1) (multiples of 8) of a
+// matrix of `rows` rows (the q4_0 layout pairs its groups, so where a group lies depends on rows).
+using PackedFn = void (*)(const uint8_t* P, int64_t rows, int64_t k, int64_t r0, int64_t r1, const Activations& x,
+                          float* Y, int64_t ldy);
+constexpr size_t kQ4x8BlockBytes = 16 + 128;  // q4_0, a lone 8-row group: 8 fp16 scales, 4 vectors of 8 rows x 4 bytes
+constexpr size_t kQ4x16BlockBytes = 32 + 256;  // q4_0, a pair: 16 fp16 scales, 4 vectors of 16 rows x 4 bytes
 constexpr size_t kQ4Kx8Bytes = 16 + 16 + 64 + 64 + 1024;  // q4_K super-block of 8 rows (kernels.h)
 constexpr size_t kQ6Kx8Bytes = 16 + 128 + 1024 + 512;  // q6_K super-block of 8 rows (kernels.h)
 constexpr size_t kQ8x8BlockBytes = 16 + 8 * 32;  // q8_0 block of 8 rows (kernels.h)

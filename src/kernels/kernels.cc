@@ -297,12 +297,22 @@ void PackBy8(const void* W, int64_t rows, int64_t steps, size_t step_bytes, uint
       for (int r = 0; r < 8; ++r) write_row(dst, src[(g * 8 + r) * steps + s], r);
 }
 
-void PackQ4_0x8(const void* W, int64_t rows, int64_t k, uint8_t* dst) {
-  PackBy8<quant::BlockQ4_0>(W, rows, k / 32, detail::kQ4x8BlockBytes, dst,
-                            [](uint8_t* d, const quant::BlockQ4_0& blk, int r) {
-                              std::memcpy(d + 2 * r, &blk.d, 2);
-                              for (int v = 0; v < 4; ++v) std::memcpy(d + 16 + 32 * v + 4 * r, blk.qs + 4 * v, 4);
-                            });
+// q4_0: pairs of groups (16 rows) while 16 rows remain, then a lone group; per block of G rows (16 or 8),
+// the G fp16 scales, then 4 vectors of G rows x 4 bytes.
+void PackQ4_0(const void* W, int64_t rows, int64_t k, uint8_t* dst) {
+  const auto* src = static_cast<const quant::BlockQ4_0*>(W);
+  const int64_t nb = k / 32;
+  for (int64_t r0 = 0; r0 < rows;) {
+    const int G = r0 + 16 <= rows ? 16 : 8;
+    for (int64_t b = 0; b < nb; ++b, dst += 18 * G) {
+      for (int r = 0; r < G; ++r) {
+        const quant::BlockQ4_0& blk = src[(r0 + r) * nb + b];
+        std::memcpy(dst + 2 * r, &blk.d, 2);
+        for (int v = 0; v < 4; ++v) std::memcpy(dst + 2 * G + 4 * G * v + 4 * r, blk.qs + 4 * v, 4);
+      }
+    }
+    r0 += G;
+  }
 }
 
 void PackQ8_0x8(const void* W, int64_t rows, int64_t k, uint8_t* dst) {
@@ -351,19 +361,19 @@ void Pack(GgmlType t, const void* W, int64_t rows, int64_t k, void* out) {
   if (t == GgmlType::kQ8_0) return PackQ8_0x8(W, rows, k, static_cast<uint8_t*>(out));
   if (t == GgmlType::kQ4_K) return PackQ4_Kx8(W, rows, k, static_cast<uint8_t*>(out));
   if (t == GgmlType::kQ6_K) return PackQ6_Kx8(W, rows, k, static_cast<uint8_t*>(out));
-  PackQ4_0x8(W, rows, k, static_cast<uint8_t*>(out));
+  PackQ4_0(W, rows, k, static_cast<uint8_t*>(out));
 }
 
-void MatMulPacked(Isa isa, GgmlType t, const void* P, int64_t k, int64_t r0, int64_t r1, const Activations& x,
-                  float* Y, int64_t ldy) {
+void MatMulPacked(Isa isa, GgmlType t, const void* P, int64_t rows, int64_t k, int64_t r0, int64_t r1,
+                  const Activations& x, float* Y, int64_t ldy) {
   assert(x.isa() == isa && x.weight_type() == t && x.k() == k && x.quantized());
-  assert(r0 % 8 == 0 && r1 % 8 == 0);
+  assert(r0 % 8 == 0 && r1 % 8 == 0 && r1 <= rows);
   if (r1 <= r0 || x.m() == 0) return;
   const detail::X86Kernels* x86 = X86For(isa);
   assert(x86 != nullptr);
   const detail::PackedFn fn = x86->packed(t);
   assert(fn != nullptr);
-  fn(static_cast<const uint8_t*>(P), k, r0, r1, x, Y, ldy);
+  fn(static_cast<const uint8_t*>(P), rows, k, r0, r1, x, Y, ldy);
 }
 
 void HalfToFloatRow(Isa isa, const uint16_t* h, float* f, int64_t n) {

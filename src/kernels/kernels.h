@@ -147,9 +147,12 @@ std::string SiluMulName(Isa isa);
 // them: a decode step streams each group front to back (an out-of-order walk measured 4x slower from DRAM
 // here).
 //
-// q4_0, per group of 8 rows, per block b of 32 columns (144 bytes, the same as the 8 original blocks): the
-// 8 rows' fp16 scales, then 4 vectors of 32 bytes; vector v holds bytes 4v..4v+3 of each row's original qs
-// (low nibbles: elements 4v..4v+3, high nibbles: elements 16+4v..16+4v+3).
+// q4_0, in pairs of groups (16 rows) while 16 rows remain, then (rows % 16 == 8) a lone group of 8; per
+// block b of 32 columns of G rows (G = 16: 288 bytes, G = 8: 144, the same as the G original blocks): the
+// G rows' fp16 scales, then 4 vectors of 4G bytes; vector v holds bytes 4v..4v+3 of each row's original
+// qs, row r at 4r (low nibbles: elements 4v..4v+3, high nibbles: elements 16+4v..16+4v+3). So a pair's
+// vector is one 512-bit load for the 16-row kernel, and one stream of bytes feeds 16 rows (two groups
+// read side by side were two streams: the hardware prefetcher overlapped them worse).
 //
 // q8_0 (AVX-512 only), per group of 8 rows, per block b of 32 columns (272 bytes, the same as the 8 original
 // blocks): the 8 rows' fp16 scales, then each row's 32 bytes in turn, stored + 128 (uint8): two rows per
@@ -172,9 +175,10 @@ bool CanPack(Isa isa, GgmlType t, int64_t rows, int64_t k);
 size_t PackedBytes(GgmlType t, int64_t rows, int64_t k);
 // W: rows x k of type t in file layout; out: PackedBytes(t, rows, k) bytes. Requires CanPack.
 void Pack(GgmlType t, const void* W, int64_t rows, int64_t k, void* out);
-// As MatMul for a packed weight; r0 and r1 multiples of 8; x prepared for (isa, t, k).
-void MatMulPacked(Isa isa, GgmlType t, const void* P, int64_t k, int64_t r0, int64_t r1, const Activations& x,
-                  float* Y, int64_t ldy);
+// As MatMul for a packed weight of `rows` rows (as given to Pack); r0 and r1 multiples of 8, r1 <= rows;
+// x prepared for (isa, t, k).
+void MatMulPacked(Isa isa, GgmlType t, const void* P, int64_t rows, int64_t k, int64_t r0, int64_t r1,
+                  const Activations& x, float* Y, int64_t ldy);
 
 // n fp16 values to float (exact; F16C on x86 SIMD ISAs, fcvtl on NEON). For the attention over an f16 cache.
 void HalfToFloatRow(Isa isa, const uint16_t* h, float* f, int64_t n);

@@ -214,7 +214,7 @@ TEST(KernelsParity, ColumnBlocksMatchUnblocked) {
       std::vector<uint8_t> P(packed ? PackedBytes(t, rows, k) : 0);
       if (packed) Pack(t, p.w.data(), rows, k, P.data());
       auto mm = [&](const Activations& x, float* y) {
-        if (packed) MatMulPacked(isa, t, P.data(), k, 0, rows, x, y, rows);
+        if (packed) MatMulPacked(isa, t, P.data(), rows, k, 0, rows, x, y, rows);
         else MatMul(isa, t, p.w.data(), k, 0, rows, x, y, rows);
       };
       std::vector<float> whole(static_cast<size_t>(m * rows), -1.0f), parts(whole.size(), -2.0f);
@@ -366,12 +366,16 @@ TEST(KernelsParity, ActivationQuantizationIsExact) {
   if (tested == 0) GTEST_SKIP() << "no SIMD ISA on this CPU";
 }
 
-// The packed matmul run 8 rows at a time gives Y (the whole range at once) bit for bit.
+// The packed matmul run 8 rows at a time, and as rows [0, 8) then [8, rows) (every later range starting
+// in the middle of a 16-row pair), gives Y (the whole range at once) bit for bit.
 bool RowSplitsMatch(Isa isa, GgmlType t, const std::vector<uint8_t>& packed, int64_t k, int64_t rows,
                     const Activations& a, const std::vector<float>& Y, int64_t ldy) {
-  std::vector<float> S(Y.size(), -777.0f);
-  for (int64_t r0 = 0; r0 < rows; r0 += 8) MatMulPacked(isa, t, packed.data(), k, r0, r0 + 8, a, S.data(), ldy);
-  return std::memcmp(S.data(), Y.data(), Y.size() * sizeof(float)) == 0;
+  std::vector<float> S(Y.size(), -777.0f), T(Y.size(), -777.0f);
+  for (int64_t r0 = 0; r0 < rows; r0 += 8) MatMulPacked(isa, t, packed.data(), rows, k, r0, r0 + 8, a, S.data(), ldy);
+  MatMulPacked(isa, t, packed.data(), rows, k, 0, 8, a, T.data(), ldy);
+  MatMulPacked(isa, t, packed.data(), rows, k, 8, rows, a, T.data(), ldy);
+  return std::memcmp(S.data(), Y.data(), Y.size() * sizeof(float)) == 0 &&
+         std::memcmp(T.data(), Y.data(), Y.size() * sizeof(float)) == 0;
 }
 
 // On x86 with AVX2 the packed tests must have run something.
@@ -391,7 +395,7 @@ TEST(KernelsParity, PackedQ4_0x8) {
   int tested = 0;
   uint32_t seed = 900;
   for (Isa isa : PresentIsas()) {
-    for (int64_t rows : {8, 24, 40}) {
+    for (int64_t rows : {8, 24, 32, 40}) {  // a lone group; pairs of groups with and without a lone last group
       for (int64_t k : {32, 96, 544}) {
         for (int64_t m : {1, 2, 3, 4, 5, 8, 13, 16}) {
           if (!CanPack(isa, GgmlType::kQ4_0, rows, k)) continue;
@@ -402,7 +406,7 @@ TEST(KernelsParity, PackedQ4_0x8) {
           a.Prepare(isa, p.t, p.x.data(), m, k);
           const int64_t ldy = rows + 8;
           std::vector<float> Y(static_cast<size_t>(m * ldy), -777.0f), U(Y.size(), -777.0f);
-          MatMulPacked(isa, GgmlType::kQ4_0, packed.data(), k, 0, rows, a, Y.data(), ldy);
+          MatMulPacked(isa, GgmlType::kQ4_0, packed.data(), rows, k, 0, rows, a, Y.data(), ldy);
           MatMul(isa, p.t, p.w.data(), k, 0, rows, a, U.data(), ldy);
           const auto* blk = reinterpret_cast<const quant::BlockQ4_0*>(p.w.data());
           for (int64_t j = 0; j < m; ++j) {
@@ -456,7 +460,7 @@ TEST(KernelsParity, PackedKQuantsx8) {
           a.Prepare(isa, t, p.x.data(), m, k);
           const int64_t ldy = rows + 8;
           std::vector<float> Y(static_cast<size_t>(m * ldy), -777.0f), U(Y.size(), -777.0f);
-          MatMulPacked(isa, t, packed.data(), k, 0, rows, a, Y.data(), ldy);
+          MatMulPacked(isa, t, packed.data(), rows, k, 0, rows, a, Y.data(), ldy);
           MatMul(isa, t, p.w.data(), k, 0, rows, a, U.data(), ldy);
           ASSERT_EQ(0, std::memcmp(Y.data(), U.data(), Y.size() * sizeof(float)))
               << IsaName(isa) << " " << TypeName(static_cast<uint32_t>(t)) << " rows=" << rows << " k=" << k << " m=" << m << " vs unpacked";

@@ -191,7 +191,7 @@ void Context::NormQuantize(const float* x, const std::vector<float>& w, int m, f
 void Context::MatMulRows(const Weight& w, int64_t r0, int64_t r1, float* Y) const {
   // The packed layout is one for every x86 SIMD ISA; other paths read the file layout (still mapped).
   if (w.packed != nullptr && kernels::CanPack(params_.isa, w.type, w.rows, w.cols) && acts_.quantized()) {
-    kernels::MatMulPacked(params_.isa, w.type, w.packed, w.cols, r0, r1, acts_, Y, w.rows);
+    kernels::MatMulPacked(params_.isa, w.type, w.packed, w.rows, w.cols, r0, r1, acts_, Y, w.rows);
   } else {
     kernels::MatMul(params_.isa, w.type, w.data, w.cols, r0, r1, acts_, Y, w.rows);
   }
@@ -426,7 +426,8 @@ void Context::SetProfiler(Profiler* p) {
   // The kernel a weight gets (MatMulRows' choice).
   auto kernel_of = [&](const Weight& x) {
     const bool packed = x.packed != nullptr && kernels::CanPack(isa, x.type, x.rows, x.cols);
-    return kernels::KernelName(isa, x.type) + (packed ? ", 8-row repacked" : "");
+    if (!packed) return kernels::KernelName(isa, x.type);
+    return kernels::KernelName(isa, x.type) + (x.type == GgmlType::kQ4_0 ? ", 16-row repacked" : ", 8-row repacked");
   };
   // A matmul op's kernel, from its weight in every layer ("mixed" when the layers differ).
   auto matmul = [&](const Weight LayerWeights::*w) {
