@@ -74,7 +74,9 @@ std::string ActivationQuantizerName(Isa isa, GgmlType wt, int64_t k) {
   if (!detail::UsesQ8(wt)) return "none";
   const std::string blocks = TypeTraits(wt).block_size == 256 ? "q8 blocks of 32, one scale per 256" : "q8 blocks of 32";
   if (isa == Isa::kRef) return blocks + ", expanded to float (ref)";
-  return blocks + (SimdQuantizer(isa, wt, k) != nullptr ? ", avx2" : ", scalar");
+  if (SimdQuantizer(isa, wt, k) == nullptr) return blocks + ", scalar";
+  // The AVX-512 build has its own quantizer for the basic types (x86_kernels.inc); the k-quants' is AVX2.
+  return blocks + (isa == Isa::kAvx512 && TypeTraits(wt).block_size == 32 ? ", avx512" : ", avx2");
 }
 
 bool detail::NeonHasDotprod() {
