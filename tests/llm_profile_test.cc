@@ -95,8 +95,9 @@ void CheckPhase(const nlohmann::json& p, const std::set<std::string>& expected, 
   EXPECT_GT(p["threads"][1]["busy_ms"].get<double>(), 0.0) << what;
 }
 
+// Fused, wo and down do the residual add (no "residual" op).
 const std::set<std::string> kFusedOps = {"embed", "attn_norm+quantize", "wqkv", "rope+kv_write", "attention",
-                                         "quantize", "wo", "residual", "ffn_norm+quantize", "gate_up+silu*mul",
+                                         "quantize", "wo", "ffn_norm+quantize", "gate_up+silu*mul",
                                          "down", "output_norm+quantize", "output"};
 const std::set<std::string> kUnfusedOps = {"embed", "attn_norm", "quantize", "wq", "wk", "wv", "rope", "kv_write",
                                            "attention", "wo", "residual", "ffn_norm", "gate", "up", "silu*mul",
@@ -122,7 +123,7 @@ TEST_F(Profile, RunProfileListsEveryOpAndKeepsTheTokens) {
 
   nlohmann::json unfused = RunJson(base + " --profile --no-fuse all");
   EXPECT_EQ(unfused["tokens"], plain["tokens"]);
-  EXPECT_EQ(unfused["fusions_off"], "norm_quant,qkv,gate_up_silu,rope_kv,attn_online");
+  EXPECT_EQ(unfused["fusions_off"], "norm_quant,qkv,gate_up_silu,rope_kv,attn_online,residual");
   CheckPhase(unfused["profile"]["prefill"], kUnfusedOps, 4, "prefill unfused");
   CheckPhase(unfused["profile"]["decode"], kUnfusedOps, 4, "decode unfused");
 }
@@ -187,7 +188,8 @@ TEST_F(Profile, EachFusionOffGivesTheFusedOutput) {
   const std::vector<std::pair<std::string, std::string>> models = {
       {*tiny_, ""}, {*qwen_, "--kv-type q8_0"}, {kLlm + "/gguf/stories260K.f32.gguf", ""}};
   const std::vector<std::pair<std::string, bool>> fusions = {
-      {"norm_quant", true}, {"qkv", true}, {"gate_up_silu", true}, {"rope_kv", true}, {"attn_online", false}};
+      {"norm_quant", true}, {"qkv", true}, {"gate_up_silu", true}, {"rope_kv", true}, {"attn_online", false},
+      {"residual", true}};
   for (const auto& [model, kv] : models) {
     for (const char* batch : {"", "-b 1"}) {
       const std::string extra = kv + " " + batch;
@@ -230,7 +232,7 @@ TEST_F(Profile, UnknownFusionIsAUsageError) {
     CommandResult r = RunEdgedecode(cmd);
     EXPECT_EQ(r.exit_code, 2) << cmd;
     EXPECT_NE(r.err.find("unknown fusion 'bogus'"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("valid: norm_quant, qkv, gate_up_silu, rope_kv, attn_online, all"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("valid: norm_quant, qkv, gate_up_silu, rope_kv, attn_online, residual, all"), std::string::npos) << r.err;
   }
   CommandResult r = RunEdgedecode("run -m " + *tiny_ + " -p x -n 1", "EDGEDECODE_NO_FUSE=nope");
   EXPECT_EQ(r.exit_code, 2);

@@ -62,13 +62,17 @@ class Activations {
   // q4_0 weights on AVX-512, whole chunks of 8 columns: the same values as qs, d and neg8sum, interleaved
   // block by block so that the 16-row kernel reads all 8 columns through one pointer (with 8 column
   // pointers it ran out of general registers): chunk c (columns 8c..8c+7), block b is kQ4Chunk8Bytes at
-  // q4_chunk8(c) + b * kQ4Chunk8Bytes: qs[8][32], then d[8] (float, at kQ4Chunk8ScaleOffset), then
-  // neg8sum[8] (int32, at kQ4Chunk8SumOffset).
+  // q4_chunk8(c) + b * kQ4Chunk8Bytes (64-byte aligned), two halves of 192 bytes: columns 4h..4h+3 at
+  // 192h, their qs[4][32], then d[4] (float), then neg8sum[4] (int32), then 16 bytes unused. The halves
+  // are whole cache lines so that two threads filling columns 0-3 and 4-7 share none (Context fills
+  // by 4 columns per thread).
+  static constexpr int64_t kQ4Chunk8Bytes = 2 * 192;
+  static constexpr int64_t Q4Chunk8QsOffset(int j) { return 192 * (j / 4) + 32 * (j % 4); }
+  static constexpr int64_t Q4Chunk8ScaleOffset(int j) { return 192 * (j / 4) + 128 + 4 * (j % 4); }
+  static constexpr int64_t Q4Chunk8SumOffset(int j) { return 192 * (j / 4) + 144 + 4 * (j % 4); }
   // nullptr where not prepared (other ISA or weight type, or columns 8c..8c+7 not all present).
-  static constexpr int64_t kQ4Chunk8ScaleOffset = 8 * 32, kQ4Chunk8SumOffset = kQ4Chunk8ScaleOffset + 8 * 4;
-  static constexpr int64_t kQ4Chunk8Bytes = kQ4Chunk8SumOffset + 8 * 4;
   const uint8_t* q4_chunk8(int64_t c) const {
-    return qi_.empty() || 8 * (c + 1) > m_ ? nullptr : qi_.data() + c * (k_ / 32) * kQ4Chunk8Bytes;
+    return qi_ == nullptr || 8 * (c + 1) > m_ ? nullptr : qi_ + c * (k_ / 32) * kQ4Chunk8Bytes;
   }
 
  private:
@@ -83,7 +87,8 @@ class Activations {
   std::vector<float> ds_;    // [m][k/32]
   std::vector<int16_t> bs_;  // [m][k/16]
   std::vector<int32_t> c8_;  // [m][k/32], q4_0 weights only
-  std::vector<uint8_t> qi_;  // [m/8][k/32][kQ4Chunk8Bytes], q4_0 on AVX-512 only (q4_chunk8)
+  std::vector<uint8_t> qi_buf_;  // q4_0 on AVX-512 only: room for [m/8][k/32][kQ4Chunk8Bytes] at 64 bytes
+  uint8_t* qi_ = nullptr;        // into qi_buf_, 64-byte aligned (q4_chunk8); null when not prepared
 };
 
 // How Activations::Fill quantizes the activations of weight type wt at input size k on isa, e.g.

@@ -83,10 +83,13 @@ class Context {
   // One weight matrix and where its output goes: Y (m, w.rows) = X (m, w.cols) * W^T.
   struct MatJob {
     const Weight* w;
-    float* y;
+    float* y;                  // (m, w->rows)
+    float* add_to = nullptr;   // (m, w->rows) or null: add_to += y, each thread on the rows it computed
   };
   // The activations (acts_) for a matmul input X (m rows of k) and weights of type wt.
   void Quantize(const float* X, int m, GgmlType wt, int64_t k);
+  // Columns per thread when acts_ (after Begin) is filled in parallel.
+  int64_t FillGrain() const;
   // out = RMSNorm(x) * w (m rows of dim), then acts_ prepared from out for weights of type wt: with
   // norm_quant, row by row in one parallel region (the row is quantized while in L1); else as two ops.
   void NormQuantize(const float* x, const std::vector<float>& w, int m, float* out, GgmlType wt, Op fused, Op norm_op);

@@ -11,6 +11,7 @@ constexpr FusionInfo kInfo[] = {
     {"gate_up_silu", true, "gate/up matmuls with silu(gate)*up in the same parallel region"},
     {"rope_kv", true, "bias, RoPE and key rotation applied per token while writing K/V to the cache"},
     {"attn_online", false, "attention with online softmax over the KV cache (no score row)"},
+    {"residual", true, "the residual add of wo and down by each thread on its own output rows"},
 };
 static_assert(sizeof(kInfo) / sizeof(kInfo[0]) == static_cast<size_t>(Fusion::kCount));
 

@@ -17,6 +17,7 @@ enum class Fusion : int {
   kGateUpSilu,  // gate and up matmuls and silu(gate) * up in one parallel region (each thread its rows)
   kRopeKv,      // bias, RoPE, key rotation and the KV cache write done per token while the row is in L1
   kAttnOnline,  // attention with online softmax over the KV cache (no score row per query)
+  kResidual,    // the residual add of wo and down done by each thread on the rows it computed
   kCount
 };
 

@@ -47,10 +47,10 @@ ScratchSizes ComputeScratch(const ModelConfig& c, int n_ctx, int n_batch, bool h
   // Float copy (4 B/elem) and the q8 form (1 B + 4/32 d + 4/32 d*sum + 2/16 block sums = 1.375 B/elem);
   // with f16 / bf16 matrices also the 16-bit copy the kernels read (2 B/elem).
   // With q4_0 matrices also the block sums times -8 (4/32 B/elem) and, on AVX-512, the 8-column
-  // interleaved copy (Activations::q4_chunk8: 320 B per 32 elements of 8 columns, 1.25 B/elem), counted
-  // whatever the ISA: `plan` may describe another machine.
+  // interleaved copy (Activations::q4_chunk8: 384 B per 32 elements of 8 columns, 1.5 B/elem, + 64 for
+  // its alignment), counted whatever the ISA: `plan` may describe another machine.
   s.activation_bytes = nb * kmax * 4 + nb * kmax * 11 / 8 + (half_matrices ? nb * kmax * 2 : 0) +
-                       (q4_0_matrices ? nb * kmax / 8 + nb / 8 * 8 * kmax * 5 / 4 : 0);
+                       (q4_0_matrices ? nb * kmax / 8 + nb / 8 * 8 * kmax * 3 / 2 + 64 : 0);
   return s;
 }
 
