@@ -142,13 +142,13 @@ void SiluMul(Isa isa, float* g, const float* u, int64_t n);
 // How SiluMul runs on isa, for the profiler's kernel column: "silu*mul avx2 (exp in double)" or "silu*mul scalar".
 std::string SiluMulName(Isa isa);
 
-// ---- weights repacked at load by 8 rows: q4_0, q8_0, q4_K, q6_K (decode and prefill measured faster) -
+// ---- weights repacked at load by 8 rows (q4_0: pairs of 8): q4_0, q8_0, q4_K, q6_K (measured faster) --
 // The file keeps llama.cpp's layout; the repacked copy is internal to the x86 SIMD kernels (AVX2 and up,
 // rows % 8 == 0; never the token embedding, which is read by rows). q4_0 and q4_K are repacked where
 // llama.cpp's CPU backend repacks them, and every packed kernel sums each row in the order of its unpacked
-// kernel (bit-identical). In the q4_0 and k-quant layouts one 32-byte vector holds 4 consecutive weight
-// bytes of each of the 8 rows (row r at bytes 4r..4r+3), so an integer dot with 4 activations broadcast
-// leaves each row's sum in its own lane: no horizontal sums. The vectors lie in the order the kernels read
+// kernel (bit-identical). In the k-quant layouts one 32-byte vector holds 4 consecutive weight bytes of
+// each of the 8 rows (row r at bytes 4r..4r+3; q4_0: 16 rows in 64 bytes), so an integer dot with 4
+// activations broadcast leaves each row's sum in its own lane: no horizontal sums. The vectors lie in the order the kernels read
 // them: a decode step streams each group front to back (an out-of-order walk measured 4x slower from DRAM
 // here).
 //
