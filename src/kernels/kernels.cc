@@ -195,11 +195,6 @@ void Activations::Begin(Isa isa, GgmlType weight_type, int64_t m, int64_t k) {
   const bool chunks = weight_type == GgmlType::kQ4_0 && isa == Isa::kAvx512 && quantized_;
   const size_t chunk_bytes = chunks ? static_cast<size_t>((m / 8) * (k / 32) * kQ4Chunk8Bytes) : 0;
   qi_buf_.resize(chunk_bytes > 0 ? chunk_bytes + 64 : 0);
-  qi_ = nullptr;
-  if (chunk_bytes > 0) {
-    const auto a = reinterpret_cast<uintptr_t>(qi_buf_.data());
-    qi_ = qi_buf_.data() + ((64 - a % 64) % 64);
-  }
 }
 
 void Activations::Fill(const float* X, int64_t j0, int64_t j1) {
@@ -233,7 +228,7 @@ void Activations::Fill(const float* X, int64_t j0, int64_t j1) {
       if (q4_chunk8(j / 8) != nullptr) {  // column j's slots in its chunk
         const float* d = d_.data() + j * (k / 32);
         const int8_t* q = qs_.data() + j * k;
-        uint8_t* o = qi_ + (j / 8) * (k / 32) * kQ4Chunk8Bytes;
+        uint8_t* o = qi_buf_.data() + ChunkOffset() + (j / 8) * (k / 32) * kQ4Chunk8Bytes;
         const int col = static_cast<int>(j % 8);
         for (int64_t b = 0; b < k / 32; ++b, o += kQ4Chunk8Bytes) {
           std::memcpy(o + Q4Chunk8QsOffset(col), q + 32 * b, 32);

@@ -72,7 +72,7 @@ class Activations {
   static constexpr int64_t Q4Chunk8SumOffset(int j) { return 192 * (j / 4) + 144 + 4 * (j % 4); }
   // nullptr where not prepared (other ISA or weight type, or columns 8c..8c+7 not all present).
   const uint8_t* q4_chunk8(int64_t c) const {
-    return qi_ == nullptr || 8 * (c + 1) > m_ ? nullptr : qi_ + c * (k_ / 32) * kQ4Chunk8Bytes;
+    return qi_buf_.empty() || 8 * (c + 1) > m_ ? nullptr : qi_buf_.data() + ChunkOffset() + c * (k_ / 32) * kQ4Chunk8Bytes;
   }
 
  private:
@@ -87,8 +87,9 @@ class Activations {
   std::vector<float> ds_;    // [m][k/32]
   std::vector<int16_t> bs_;  // [m][k/16]
   std::vector<int32_t> c8_;  // [m][k/32], q4_0 weights only
-  std::vector<uint8_t> qi_buf_;  // q4_0 on AVX-512 only: room for [m/8][k/32][kQ4Chunk8Bytes] at 64 bytes
-  uint8_t* qi_ = nullptr;        // into qi_buf_, 64-byte aligned (q4_chunk8); null when not prepared
+  // q4_0 on AVX-512 only (empty otherwise): [m/8][k/32][kQ4Chunk8Bytes] from the first 64-byte boundary.
+  std::vector<uint8_t> qi_buf_;
+  size_t ChunkOffset() const { return (64 - reinterpret_cast<uintptr_t>(qi_buf_.data()) % 64) % 64; }
 };
 
 // How Activations::Fill quantizes the activations of weight type wt at input size k on isa, e.g.
@@ -148,9 +149,9 @@ std::string SiluMulName(Isa isa);
 // llama.cpp's CPU backend repacks them, and every packed kernel sums each row in the order of its unpacked
 // kernel (bit-identical). In the k-quant layouts one 32-byte vector holds 4 consecutive weight bytes of
 // each of the 8 rows (row r at bytes 4r..4r+3; q4_0: 16 rows in 64 bytes), so an integer dot with 4
-// activations broadcast leaves each row's sum in its own lane: no horizontal sums. The vectors lie in the order the kernels read
-// them: a decode step streams each group front to back (an out-of-order walk measured 4x slower from DRAM
-// here).
+// activations broadcast leaves each row's sum in its own lane: no horizontal sums. The vectors lie in the
+// order the kernels read them: a decode step streams each group front to back (an out-of-order walk
+// measured 4x slower from DRAM here).
 //
 // q4_0, in pairs of groups (16 rows) while 16 rows remain, then (rows % 16 == 8) a lone group of 8; per
 // block b of 32 columns of G rows (G = 16: 288 bytes, G = 8: 144, the same as the G original blocks): the

@@ -88,8 +88,9 @@ class Context {
   };
   // The activations (acts_) for a matmul input X (m rows of k) and weights of type wt.
   void Quantize(const float* X, int m, GgmlType wt, int64_t k);
-  // Columns per thread when acts_ (after Begin) is filled in parallel.
-  int64_t FillGrain() const;
+  // fill(j0, j1, thread) over the columns [0, m) of acts_ (after Begin), shared by the threads where m
+  // is worth it, each taking whole half-chunks where acts_ has the q4_0 chunk copy.
+  void FillColumns(int m, const ThreadPool::RangeFn& fill);
   // out = RMSNorm(x) * w (m rows of dim), then acts_ prepared from out for weights of type wt: with
   // norm_quant, row by row in one parallel region (the row is quantized while in L1); else as two ops.
   void NormQuantize(const float* x, const std::vector<float>& w, int m, float* out, GgmlType wt, Op fused, Op norm_op);
