@@ -68,6 +68,7 @@ struct X86Kernels {
   // Activations for f16 / bf16 weights: x rounded to 16 bits as quant::FloatToHalf / FloatToBHalf do, bit
   // for bit (NaN and subnormals too), the bits in h and the values they stand for in f.
   void (*round_to_half)(GgmlType wt, const float* x, int64_t n, uint16_t* h, float* f);
+  void (*rms_norm)(const float* x, const float* w, int64_t n, float eps, float* out);  // RmsNorm's bits
 };
 namespace avx2 { const X86Kernels& Kernels(); }
 // The CPU has AVX512-BF16 (vdpbf16ps): the avx512 build then runs bf16 weights by it.

@@ -482,6 +482,19 @@ void SiluMul(Isa isa, float* g, const float* u, int64_t n) {
   for (int64_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
+void RmsNorm(Isa isa, const float* x, const float* w, int64_t n, float eps, float* out) {
+  if (const detail::X86Kernels* k = X86For(isa)) return k->rms_norm(x, w, n, eps, out);
+  double part[8] = {};
+  for (int64_t j = 0; j < n; ++j) part[j % 8] += static_cast<double>(x[j]) * x[j];
+  const double ss = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
+  for (int64_t j = 0; j < n; ++j) out[j] = x[j] * scale * w[j];
+}
+
+std::string RmsNormName(Isa isa) {
+  return X86For(isa) != nullptr ? IsaName(isa) : "scalar";
+}
+
 std::string SiluMulName(Isa isa) {
   return X86For(isa) != nullptr ? std::string("silu*mul ") + IsaName(isa) + " (exp in double)" : "silu*mul scalar";
 }

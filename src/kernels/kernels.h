@@ -140,6 +140,13 @@ float ExpSubSum(Isa isa, const float* s, float mx, float* w, int64_t n);
 // near-ties), then the same float expression. Element-wise on every path: the value of g[i] does not
 // depend on n or on where the range starts.
 void SiluMul(Isa isa, float* g, const float* u, int64_t n);
+// out[i] = x[i] * scale * w[i], scale = 1 / sqrt(mean(x^2) + eps): RMSNorm of one row of n. The sum of
+// squares is 8 partial sums in double (element i into sum i % 8, each in order), added as
+// ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)); every path gives these bits (the squares of floats are exact in
+// double, so a fused multiply-add changes nothing). out may be x.
+void RmsNorm(Isa isa, const float* x, const float* w, int64_t n, float eps, float* out);
+// "avx512", "avx2" or "scalar": for the profiler's kernel column.
+std::string RmsNormName(Isa isa);
 // How SiluMul runs on isa, for the profiler's kernel column: "silu*mul avx2 (exp in double)" or "silu*mul scalar".
 std::string SiluMulName(Isa isa);
 

@@ -149,17 +149,8 @@ uint64_t Context::ActBytes(int m, int64_t k) const {
 }
 
 void Context::RmsNormRow(const float* x, const std::vector<float>& w, float* out) const {
-  const int dim = model_.config().dim;
-  // Eight partial sums in double, added at the end: one sequential chain waited on the add latency
-  // (about 1.4 us per row of 2048, 3% of a verify-8 pass). Plain C++, the same order on every ISA.
-  double part[8] = {};
-  int j = 0;
-  for (; j + 8 <= dim; j += 8)
-    for (int l = 0; l < 8; ++l) part[l] += static_cast<double>(x[j + l]) * x[j + l];
-  for (; j < dim; ++j) part[j % 8] += static_cast<double>(x[j]) * x[j];
-  const double ss = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-  const float scale = 1.0f / std::sqrt(static_cast<float>(ss / dim) + model_.config().norm_eps);
-  for (j = 0; j < dim; ++j) out[j] = x[j] * scale * w[static_cast<size_t>(j)];
+  const ModelConfig& c = model_.config();
+  kernels::RmsNorm(params_.isa, x, w.data(), c.dim, c.norm_eps, out);
 }
 
 void Context::RmsNorm(const float* x, const std::vector<float>& w, int m, float* out) const {
@@ -473,8 +464,9 @@ void Context::SetProfiler(Profiler* p) {
   const GgmlType wt = L0.wq.type;
   const std::string quant = wt == GgmlType::kF32 ? "float copy" : kernels::ActivationQuantizerName(isa, wt, c.dim);
   p->SetKernel(Op::kQuantize, quant);
-  for (Op o : {Op::kAttnNorm, Op::kFfnNorm, Op::kOutputNorm}) p->SetKernel(o, "scalar, f64 sum of squares");
-  for (Op o : {Op::kAttnNormQuant, Op::kFfnNormQuant, Op::kOutputNormQuant}) p->SetKernel(o, "scalar norm + " + quant);
+  const std::string norm = kernels::RmsNormName(isa) + " norm";
+  for (Op o : {Op::kAttnNorm, Op::kFfnNorm, Op::kOutputNorm}) p->SetKernel(o, norm + ", f64 sum of squares");
+  for (Op o : {Op::kAttnNormQuant, Op::kFfnNormQuant, Op::kOutputNormQuant}) p->SetKernel(o, norm + " + " + quant);
   p->SetKernel(Op::kEmbed, "dequantize " + TypeName(static_cast<uint32_t>(model_.token_embd().type)) + " rows");
   const std::string kv = std::string("K ") + TypeName(static_cast<uint32_t>(params_.type_k)) + " / V " +
                          TypeName(static_cast<uint32_t>(params_.type_v)) + (rotate_k_ ? ", K rotated" : "");
