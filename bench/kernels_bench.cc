@@ -138,23 +138,23 @@ double Rate(size_t bytes, double budget, F fn, bool median = false) {
   return bytes / (median ? t[t.size() / 2] : t.front()) / 1e9;
 }
 
-// Median GMAC/s of the packed q4_0 kernel at m = 8 on `rows` x 2048, per ISA that packs q4_0, over
+// Median GMAC/s of the packed kernel of type t at m = 8 on `rows` x 2048, per ISA that packs t, over
 // `copies` copies of the matrix used in turn (0: enough to exceed the L3), printed as "weights <where>".
 // The copies sit in 2 MiB pages where the kernel allows, as the runtime's packed copy does.
-void PackedQ4M8Rates(int64_t rows, int copies, const char* where, double budget) {
+void PackedM8Rates(GgmlType t, int64_t rows, int copies, const char* where, double budget) {
   constexpr int64_t kK = 2048, kM = 8;
   std::mt19937 rng(3);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> w(kK), x(kM * kK), y(kM * rows);
   for (float& f : w) f = nd(rng) * 0.05f;
   for (float& f : x) f = nd(rng);
-  const size_t rb = RowBytes(GgmlType::kQ4_0, kK);
+  const size_t rb = RowBytes(t, kK);
   std::vector<uint8_t> q(rb * rows);
-  quant::QuantizeRow(GgmlType::kQ4_0, w.data(), q.data(), kK);  // one row, replicated: values do not change speed
+  quant::QuantizeRow(t, w.data(), q.data(), kK);  // one row, replicated: values do not change speed
   for (int64_t r = 1; r < rows; ++r) std::memcpy(q.data() + r * rb, q.data(), rb);
   for (kernels::Isa isa : {kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kNeon}) {
-    if (!kernels::IsaAvailable(isa) || !kernels::CanPack(isa, GgmlType::kQ4_0, rows, kK)) continue;
-    const size_t pb = kernels::PackedBytes(GgmlType::kQ4_0, rows, kK);
+    if (!kernels::IsaAvailable(isa) || !kernels::CanPack(isa, t, rows, kK)) continue;
+    const size_t pb = kernels::PackedBytes(t, rows, kK);
     const int n = copies > 0 ? copies : static_cast<int>(std::max<size_t>(2, kTotal / 4 / pb));
     constexpr size_t kPage = size_t{2} << 20;
     const size_t bytes = (pb * n + kPage - 1) / kPage * kPage;
@@ -165,14 +165,15 @@ void PackedQ4M8Rates(int64_t rows, int copies, const char* where, double budget)
 #ifdef MADV_HUGEPAGE
     madvise(P.get(), bytes, MADV_HUGEPAGE);
 #endif
-    kernels::Pack(GgmlType::kQ4_0, q.data(), rows, kK, P.get());
+    kernels::Pack(t, q.data(), rows, kK, P.get());
     for (int i = 1; i < n; ++i) std::memcpy(P.get() + pb * i, P.get(), pb);
     kernels::Activations a;
-    a.Prepare(isa, GgmlType::kQ4_0, x.data(), kM, kK);
+    a.Prepare(isa, t, x.data(), kM, kK);
     const double g = Rate(static_cast<size_t>(rows * kK * kM), budget, [&](int i) {
-      kernels::MatMulPacked(isa, GgmlType::kQ4_0, P.get() + pb * (i % n), rows, kK, 0, rows, a, y.data(), rows);
+      kernels::MatMulPacked(isa, t, P.get() + pb * (i % n), rows, kK, 0, rows, a, y.data(), rows);
     }, true);
-    std::printf("q4_0 packed, m=8, weights %s: %.0f GMAC/s (%.1f GB/s of weights), %s; 1 thread\n", where, g,
+    std::printf("%s packed, m=8, weights %s: %.0f GMAC/s (%.1f GB/s of weights), %s; 1 thread\n",
+                TypeName(static_cast<uint32_t>(t)).c_str(), where, g,
                 g * pb / static_cast<double>(rows * kK * kM), kernels::IsaName(isa));
   }
 }
@@ -206,8 +207,13 @@ int main(int argc, char** argv) {
   }
   // The packed q4_0 kernel at m = 8 (k = 2048, TinyLlama's dim): 256 rows (288 KiB) stay in L2; ffn_gate's
   // 5632 rows, copies rotated past the L3, stream from DRAM: the gap is what the memory side costs a pass.
-  PackedQ4M8Rates(256, 1, "in L2", budget);
-  PackedQ4M8Rates(5632, 0, "from DRAM", budget);
+  PackedM8Rates(GgmlType::kQ4_0, 256, 1, "in L2", budget);
+  PackedM8Rates(GgmlType::kQ4_0, 5632, 0, "from DRAM", budget);
+  // The k-quants of the Q4_K_M mix, the same way (q4_K: TinyLlama's ffn_gate; q6_K: its ffn_down's type).
+  for (GgmlType t : {GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    PackedM8Rates(t, 256, 1, "in L2", budget);
+    PackedM8Rates(t, 5632, 0, "from DRAM", budget);
+  }
 
   if (verify_only) return 0;
   std::printf("%-7s %-6s %-40s %10s %10s %12s\n", "isa", "type", "kernel", "m=1 GB/s", "%read", "m=8/m=1 time");
