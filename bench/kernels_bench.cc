@@ -209,8 +209,8 @@ int main(int argc, char** argv) {
   // 5632 rows, copies rotated past the L3, stream from DRAM: the gap is what the memory side costs a pass.
   PackedM8Rates(GgmlType::kQ4_0, 256, 1, "in L2", budget);
   PackedM8Rates(GgmlType::kQ4_0, 5632, 0, "from DRAM", budget);
-  // The k-quants of the Q4_K_M mix, the same way (q4_K: TinyLlama's ffn_gate; q6_K: its ffn_down's type).
-  for (GgmlType t : {GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+  // The other packed types the same way: q8_0, and the k-quants of the Q4_K_M mix.
+  for (GgmlType t : {GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
     PackedM8Rates(t, 256, 1, "in L2", budget);
     PackedM8Rates(t, 5632, 0, "from DRAM", budget);
   }
