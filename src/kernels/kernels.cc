@@ -190,6 +190,7 @@ void Activations::Begin(Isa isa, GgmlType weight_type, int64_t m, int64_t k) {
     ds_.resize(static_cast<size_t>(m * (k / 32)));
     bs_.resize(static_cast<size_t>(m * (k / 16)));
     if (weight_type == GgmlType::kQ4_0) c8_.resize(static_cast<size_t>(m * (k / 32)));
+    if (weight_type == GgmlType::kQ6_K) c32_.resize(static_cast<size_t>(m * (k / 16)));
   }
   // Sized (or emptied) on every Begin: q4_chunk8 answers from it.
   const bool chunks = weight_type == GgmlType::kQ4_0 && isa == Isa::kAvx512 && quantized_;
@@ -221,6 +222,11 @@ void Activations::Fill(const float* X, int64_t j0, int64_t j1) {
     else
       detail::QuantizeQ8(wt, X + j * k, k, qs_.data() + j * k, d_.data() + j * (k / 32), ds_.data() + j * (k / 32),
                          bs_.data() + j * (k / 16));
+    if (wt == GgmlType::kQ6_K) {
+      const int16_t* bs = bs_.data() + j * (k / 16);
+      int32_t* c32 = c32_.data() + j * (k / 16);
+      for (int64_t i = 0; i < k / 16; ++i) c32[i] = -32 * bs[i];
+    }
     if (wt == GgmlType::kQ4_0) {
       const int16_t* bs = bs_.data() + j * (k / 16);
       int32_t* c8 = c8_.data() + j * (k / 32);

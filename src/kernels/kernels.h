@@ -59,6 +59,9 @@ class Activations {
   // nibbles read as 0..15 into the dot with the weights (nibble - 8). Precomputed so that a kernel can
   // start each block's sum from it (one broadcast) instead of subtracting it per row group.
   const int32_t* neg8sum(int64_t j) const { return c8_.data() + j * (k_ / 32); }
+  // q6_K weights only: -32 * each 16 activations' sum (bsum16), the correction for the 6-bit weights read
+  // as 0..63, as an int32 a kernel starts a sub-block's dot from (one broadcast).
+  const int32_t* neg32sum16(int64_t j) const { return c32_.data() + j * (k_ / 16); }
   // q4_0 weights on AVX-512, whole chunks of 8 columns: the same values as qs, d and neg8sum, interleaved
   // block by block so that the 16-row kernel reads all 8 columns through one pointer (with 8 column
   // pointers it ran out of general registers): chunk c (columns 8c..8c+7), block b is kQ4Chunk8Bytes at
@@ -87,6 +90,7 @@ class Activations {
   std::vector<float> ds_;    // [m][k/32]
   std::vector<int16_t> bs_;  // [m][k/16]
   std::vector<int32_t> c8_;  // [m][k/32], q4_0 weights only
+  std::vector<int32_t> c32_; // [m][k/16], q6_K weights only
   // q4_0 on AVX-512 only (empty otherwise): [m/8][k/32][kQ4Chunk8Bytes] from the first 64-byte boundary.
   std::vector<uint8_t> qi_buf_;
   size_t ChunkOffset() const { return (64 - reinterpret_cast<uintptr_t>(qi_buf_.data()) % 64) % 64; }
