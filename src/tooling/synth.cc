@@ -185,9 +185,9 @@ Status SynthesizeModel(const SynthConfig& cfg, const std::string& out_path, Synt
     GgmlType ty = t.dims.size() == 1 ? GgmlType::kF32 : FitType(cfg.type, t.dims[0]);
     if (t.dims.size() > 1 && ty != cfg.type) {
       ++st.n_fallbacks;
-      if (cfg.progress)
-        std::fprintf(stderr, "synth: %s: row length %lld does not fit %s, using %s\n", t.name.c_str(),
-                     static_cast<long long>(t.dims[0]), TypeTraits(cfg.type).name, TypeTraits(ty).name);
+      if (cfg.log)
+        cfg.log(t.name + ": row length " + std::to_string(t.dims[0]) + " does not fit " + TypeTraits(cfg.type).name +
+                ", using " + TypeTraits(ty).name);
     }
     types.push_back(ty);
     ED_RETURN_IF_ERROR(w.Declare(t.name, t.dims, ty));
@@ -203,11 +203,12 @@ Status SynthesizeModel(const SynthConfig& cfg, const std::string& out_path, Synt
   int last_layer = -2;
   for (size_t ti = 0; ti < specs.size(); ++ti) {
     const TensorSpec& t = specs[ti];
-    if (cfg.progress && big && t.layer != last_layer) {
+    if (cfg.log && big && t.layer != last_layer) {
       last_layer = t.layer;
       const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (t.layer >= 0)
-        std::fprintf(stderr, "synth: layer %d/%lld (%.1f s)\n", t.layer + 1, static_cast<long long>(s.n_layers), el);
+      char line[96];
+      std::snprintf(line, sizeof line, "layer %d/%lld (%.1f s)", t.layer + 1, static_cast<long long>(s.n_layers), el);
+      if (t.layer >= 0) cfg.log(line);
     }
     const Init init = InitFor(t, s, logit_scale);
     const uint64_t tensor_seed = MixSeed(cfg.seed, Fnv1a(t.name));

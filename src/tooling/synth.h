@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,8 @@ struct SynthConfig {
   std::string vocab_path;          // vocab GGUF whose tokenizer.* keys are copied; empty: synthetic SPM
   double logit_scale = 0;          // std of the output logits; 0: DefaultLogitScale(vocab)
   int threads = 2;
-  bool progress = false;           // per-layer progress and per-tensor type fallbacks on stderr
+  // Called with per-layer progress and per-tensor type fallbacks (one line each, no newline); may be empty.
+  std::function<void(const std::string&)> log;
 };
 
 // Preset names: tinyllama-1.1b, smollm2-135m, qwen2.5-0.5b, llama-tiny, qwen2-tiny.
