@@ -6,10 +6,12 @@ namespace edgedecode::cli {
 
 // One line per subcommand; keep in the order of `edgedecode --help`.
 int RunMain(int argc, char** argv);
+int ChatMain(int argc, char** argv);
 int LogitsMain(int argc, char** argv);
 int BenchMain(int argc, char** argv);
 int PerplexityMain(int argc, char** argv);
 int PlanMain(int argc, char** argv);
+int InfoMain(int argc, char** argv);
 int TokenizeMain(int argc, char** argv);
 int SynthMain(int argc, char** argv);
 int QuantizeMain(int argc, char** argv);

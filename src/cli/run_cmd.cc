@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "cli/chat_prompt.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/model_options.h"
@@ -41,13 +42,17 @@ int RunMain(int argc, char** argv) {
   std::string prompt, prompt_file;
   std::vector<std::string> stops;
   int n_predict = 128;
-  bool no_bos = false, ignore_eos = false, context_shift = false;
+  bool no_bos = false, ignore_eos = false, context_shift = false, as_chat = false;
+  std::string system, template_path;
   JsonOutput json;
   CLI::Option* p_opt = app.add_option("-p,--prompt", prompt, "prompt text ('-': read it from stdin; empty: generate from BOS)");
   app.add_option("-f,--file", prompt_file, "read the prompt from FILE ('-': stdin)")->excludes(p_opt);
   app.add_option("-n,--n-predict", n_predict, "tokens to generate")->capture_default_str();
   app.add_option("--stop", stops, "stop when the text contains STR (repeatable; matched across tokens, not printed)");
-  app.add_flag("--no-bos", no_bos, "do not prepend BOS");
+  CLI::Option* chat_opt = app.add_flag("--chat", as_chat, "apply the model's chat template to the prompt, as one user turn");
+  app.add_option("--system", system, "with --chat: a system message before the prompt")->needs(chat_opt);
+  app.add_option("--chat-template", template_path, "with --chat: a Jinja template FILE instead of the model's")->needs(chat_opt);
+  app.add_flag("--no-bos", no_bos, "do not prepend BOS")->excludes(chat_opt);
   app.add_flag("--context-shift", context_shift,
                "at the context end, drop the oldest half (keeping BOS) and go on, instead of stopping");
   app.add_flag("--ignore-eos", ignore_eos, "keep generating past end-of-generation tokens");
@@ -64,7 +69,19 @@ int RunMain(int argc, char** argv) {
   llm::Context& ctx = *loaded->ctx;
   const tok::Tokenizer& tk = loaded->model->tokenizer();
 
-  std::vector<int32_t> toks = tk.Encode(*prompt_text, !no_bos && tk.add_bos_default());
+  std::vector<int32_t> toks;
+  if (as_chat) {
+    auto chat = ChatPrompt::Load(*loaded->model, template_path);
+    if (!chat.ok()) return Fail(cmd, chat.status());
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    if (!system.empty()) messages.push_back({{"role", "system"}, {"content", system}});
+    messages.push_back({{"role", "user"}, {"content", *prompt_text}});
+    auto t = chat->Tokens(messages);
+    if (!t.ok()) return Fail(cmd, t.status());
+    toks = std::move(*t);
+  } else {
+    toks = tk.Encode(*prompt_text, !no_bos && tk.add_bos_default());
+  }
   if (toks.empty()) {
     if (tk.bos() < 0) return Fail(cmd, InvalidArgument("empty prompt and the vocabulary has no BOS token"));
     toks.push_back(tk.bos());

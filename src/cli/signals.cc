@@ -51,6 +51,8 @@ InterruptScope::~InterruptScope() {
 
 int InterruptScope::signal() { return g_signal.load(); }
 
+void InterruptScope::Clear() { g_signal = 0; }
+
 ExitCode InterruptScope::exit_code() { return signal() == SIGTERM ? ExitCode::kTerminated : ExitCode::kInterrupted; }
 
 void ExitOnSignalRemoving(const std::string& temp_file) {

@@ -21,6 +21,8 @@ class InterruptScope {
   // The signal that arrived (SIGINT or SIGTERM), or 0. Safe to call from any thread.
   static int signal();
   static bool requested() { return signal() != 0; }
+  // Forgets a signal that was handled (chat: Ctrl-C stopped one answer, the next may start).
+  static void Clear();
   // 130 after SIGINT, 143 after SIGTERM.
   static ExitCode exit_code();
 };
