@@ -13,7 +13,11 @@ namespace {
 const char* kMonths[] = {"January", "February", "March",     "April",   "May",      "June",
                          "July",    "August",   "September", "October", "November", "December"};
 
-std::string Pad2(int n) { return (n < 10 ? "0" : "") + std::to_string(n); }
+std::string Pad2(int n) {
+  std::string s = std::to_string(n);
+  if (n >= 0 && n < 10) s.insert(s.begin(), '0');
+  return s;
+}
 
 // The oracle's strftime: only %Y %m %d %b %B %H %M %% are converted; anything else stays as written.
 std::string Strftime(const std::tm& t, const std::string& format) {

@@ -284,7 +284,8 @@ bool Lexer::LexUnarySign(char c, TokenType last) {
   std::string num = Digits();
   if (!num.empty() && At(pos_) == '.' && IsDigit(At(pos_ + 1))) {
     ++pos_;
-    num += "." + Digits();
+    num += '.';
+    num += Digits();
   }
   Push(num.empty() ? TokenType::kUnary : TokenType::kNumber, std::string(1, c) + num, start);
   return true;
@@ -362,7 +363,8 @@ void Lexer::LexNumber(TokenType last) {
   std::string num = Digits();
   if (last != TokenType::kDot && At(pos_) == '.' && IsDigit(At(pos_ + 1))) {
     ++pos_;
-    num += "." + Digits();
+    num += '.';
+    num += Digits();
   }
   Push(TokenType::kNumber, std::move(num), start);
 }

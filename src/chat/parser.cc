@@ -577,7 +577,10 @@ NodePtr Parser::ParsePrimary() {
       } else {
         errno = 0;
         node->int_value = std::strtoll(t.value.c_str(), nullptr, 10);
-        if (errno == ERANGE) { --pos_; Error("integer literal out of range: " + t.value); }
+        if (errno == ERANGE) {  // JavaScript keeps it as an (inexact) number: 1e+22
+          node->kind = NodeKind::kFloat;
+          node->float_value = std::strtod(t.value.c_str(), nullptr);
+        }
       }
       return node;
     }

@@ -33,7 +33,7 @@ struct RenderLimits {
   size_t max_output_bytes = 16u << 20;  // rendered text, and any one string value
   size_t max_items = 1u << 20;          // longest list (range(), concatenation, split)
   int max_depth = 400;                  // nested evaluation; macro recursion gets a quarter of it
-  uint64_t max_steps = 20'000'000;      // evaluated nodes in one render (loops in loops)
+  uint64_t max_steps = 5'000'000;       // evaluated nodes in one render (real templates: ~10^4)
 };
 
 class Template {

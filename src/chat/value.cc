@@ -312,6 +312,8 @@ std::string ToJson(const Value& v, const JsonFormat& format, bool undefined_as_n
     case Value::Kind::kFunction: Fail("Cannot convert to JSON: FunctionValue");
     default: break;
   }
+  // The oracle has no JSON form for tuples (nor a printed one): it fails, and so do we.
+  if (v.is_tuple()) Fail("Cannot convert to JSON: TupleValue");
   const std::string indent_unit(static_cast<size_t>(std::max(format.indent, 0)), ' ');
   std::string base_pad = "\n";
   for (int i = 0; i < depth; ++i) base_pad += indent_unit;
