@@ -77,7 +77,10 @@ std::optional<Value> IntArithmetic(const std::string& op, int64_t a, int64_t b) 
   else if (op == "*") ok = CheckedMul(a, b, &r);
   else if (op == "/") return Value::Float(static_cast<double>(a) / static_cast<double>(b));
   else if (op == "//" || op == "%") {
-    if (b == 0) Fail(op == "//" ? "integer division by zero" : "integer modulo by zero");
+    if (b == 0) {  // JavaScript arithmetic, as the oracle: Infinity / NaN rather than an error
+      if (op == "%" || a == 0) return Value::Float(NAN);
+      return Value::Float(a > 0 ? INFINITY : -INFINITY);
+    }
     if (b == -1) return op == "%" ? Value::Int(0) : (a == INT64_MIN ? Value::Float(-static_cast<double>(a)) : Value::Int(-a));
     if (op == "%") return Value::Int(a % b);  // JavaScript's remainder: the sign of the dividend
     int64_t q = a / b;
@@ -173,7 +176,7 @@ void Interpreter::SetupGlobals(Scope* g) {
   g->Set("None", Value::Null());
   g->Set("raise_exception", Value::MakeFunction([](CallArgs& args) -> Value {
     // The template's message is the whole error text (what the oracle's .err files hold).
-    Fail(args.positional.empty() ? "undefined" : ToConcatString(args.positional[0]));
+    Fail(args.positional.empty() ? "" : ToConcatString(args.positional[0]));
   }));
   g->Set("namespace", Value::MakeFunction([this](CallArgs& args) { return MakeNamespaceValue(args); }));
   g->Set("range", Value::MakeFunction([this](CallArgs& args) { return Range(args); }));

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 namespace edgedecode::chat {
 namespace {
@@ -125,6 +126,29 @@ Value Value::MakeFunction(Function fn) {
 }
 
 namespace {
+// "0", "1", "42": keys that JavaScript treats as array indices (canonical, below 2^32 - 1).
+std::optional<uint32_t> ArrayIndexKey(const std::string& k) {
+  if (k.empty() || k.size() > 10 || (k.size() > 1 && k[0] == '0')) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : k) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  if (v >= 0xffffffffu) return std::nullopt;
+  return static_cast<uint32_t>(v);
+}
+
+// The oracle receives input objects through JavaScript, whose property order puts array-index keys
+// first, ascending, then the other keys in insertion order (what Object.entries returns).
+Object InJsPropertyOrder(Object entries) {
+  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    const auto ia = ArrayIndexKey(a.first), ib = ArrayIndexKey(b.first);
+    if (ia && ib) return *ia < *ib;
+    return ia.has_value() && !ib.has_value();
+  });
+  return entries;
+}
+
 Value FromJsonAt(const nlohmann::ordered_json& j, int depth) {
   if (depth > kMaxValueDepth) Fail("input data nested too deeply");
   switch (j.type()) {
@@ -154,7 +178,7 @@ Value FromJsonAt(const nlohmann::ordered_json& j, int depth) {
     case nlohmann::ordered_json::value_t::object: {
       Object entries;
       for (const auto& [k, e] : j.items()) entries.emplace_back(k, FromJsonAt(e, depth + 1));
-      return Value::MakeObject(std::move(entries));
+      return Value::MakeObject(InJsPropertyOrder(std::move(entries)));
     }
     default: return Value();  // binary / discarded: nothing a template can use
   }
