@@ -344,6 +344,19 @@ TEST(ChatTemplateErrors, RunawayRendersHitLimits) {
   ExpectError(RenderStatus("{% break %}"), StatusCode::kInvalidArgument, "outside a loop");
 }
 
+TEST(ChatTemplateErrors, DeepAndCyclicValuesAreSafe) {
+  // A 100,000-deep chain of lists is built, then destroyed without recursion (and not printable).
+  const std::string chain = "{% set ns = namespace(x=none) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}"
+                            "{% endfor %}";
+  EXPECT_TRUE(RenderStatus(chain).ok());
+  ExpectError(RenderStatus(chain + "{{ ns.x }}"), StatusCode::kResourceExhausted, "nested too deeply");
+  // A namespace holding itself: printing fails cleanly, and the cycle is broken when the render ends
+  // (the ASan build's leak checker would report it otherwise).
+  ExpectError(RenderStatus("{% set ns = namespace() %}{% set ns.self = ns %}{{ ns }}"), StatusCode::kResourceExhausted,
+              "nested too deeply");
+  EXPECT_EQ(Render("{% set ns = namespace() %}{% set ns.self = ns %}{{ ns.self.self is defined }}"), "true");
+}
+
 // --- The chat API ---
 
 TEST(ChatRender, ContextAsTheOraclePassesIt) {

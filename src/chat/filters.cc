@@ -177,10 +177,8 @@ Value PlainFilter(Interpreter& in, const Value& v, const std::string& name) {
     Fail("Unknown NumericValue filter: " + name);
   }
   if (v.is_object()) {
-    if (name == "items" || name == "length") {
-      if (name == "length") return Value::Int(static_cast<int64_t>(v.object().size()));
-    }
-    const Value member = BuiltinMember(in, v, name);
+    if (name == "length") return Value::Int(static_cast<int64_t>(v.object().size()));
+    const Value member = BuiltinMember(in, v, name);  // items, keys, values, dictsort: called bare
     if (member.is_function()) {
       CallArgs none;
       return member.function()(none);

@@ -41,11 +41,6 @@ std::string Strftime(const std::tm& t, const std::string& format) {
   return out;
 }
 
-// Which of Jinja's special macro variables (caller, kwargs, varargs) a macro body reads: only then
-// does a call bind them (and accept extra arguments).
-struct SpecialNames {
-  bool caller = false, kwargs = false, varargs = false;
-};
 void FindSpecialNames(const Node& n, SpecialNames* found) {
   if (n.kind == NodeKind::kIdentifier) {
     if (n.name == "caller") found->caller = true;
@@ -59,12 +54,6 @@ void FindSpecialNames(const Node& n, SpecialNames* found) {
     for (const auto& child : *list) FindSpecialNames(*child, found);
   }
 }
-SpecialNames SpecialNamesOf(const std::vector<NodePtr>& body) {
-  SpecialNames found;
-  for (const auto& n : body) FindSpecialNames(*n, &found);
-  return found;
-}
-
 bool CheckedAdd(int64_t a, int64_t b, int64_t* r) { return !__builtin_add_overflow(a, b, r); }
 bool CheckedSub(int64_t a, int64_t b, int64_t* r) { return !__builtin_sub_overflow(a, b, r); }
 bool CheckedMul(int64_t a, int64_t b, int64_t* r) { return !__builtin_mul_overflow(a, b, r); }
@@ -113,6 +102,18 @@ double NumericLike(const Value& v) { return v.is_bool() ? (v.as_bool() ? 1 : 0) 
 bool IsNumericLike(const Value& v) { return v.is_number() || v.is_bool(); }
 
 }  // namespace
+
+Interpreter::~Interpreter() {
+  for (const Value& ns : namespaces_) ns.object().clear();
+}
+
+const SpecialNames& Interpreter::SpecialNamesOf(const Node& owner) {
+  auto it = special_names_.find(&owner);
+  if (it != special_names_.end()) return it->second;
+  SpecialNames found;
+  for (const auto& n : owner.body) FindSpecialNames(*n, &found);
+  return special_names_.emplace(&owner, found).first->second;
+}
 
 const Value* Scope::Lookup(std::string_view name) const {
   for (const Scope* s = this; s; s = s->parent) {
@@ -208,6 +209,7 @@ Value Interpreter::MakeNamespaceValue(CallArgs& args) {
     }
   }
   for (const auto& [k, v] : args.keyword) ns.Set(k, v);
+  namespaces_.push_back(ns);
   return ns;
 }
 
@@ -407,7 +409,7 @@ Value Interpreter::CallMacro(const Node& node, Scope* defined_in, CallArgs& args
                                              std::to_string(limits_.max_depth / 4) + ")"));
   }
   const ScopeMark mark = Mark();
-  const SpecialNames special = SpecialNamesOf(node.body);
+  const SpecialNames& special = SpecialNamesOf(node);
   Scope* parent = defined_in;
   if (special.caller) {
     parent = NewScope(defined_in);
@@ -425,7 +427,7 @@ Value Interpreter::CallMacro(const Node& node, Scope* defined_in, CallArgs& args
 
 void Interpreter::BindParameters(const std::string& display, const std::vector<NodePtr>& params,
                                  const Node& body_owner, CallArgs& args, Scope* scope) {
-  const SpecialNames special = SpecialNamesOf(body_owner.body);
+  const SpecialNames& special = SpecialNamesOf(body_owner);
   Object keywords = args.keyword;
   std::vector<const Node*> pending_defaults;
   for (size_t i = 0; i < params.size(); ++i) {

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <deque>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "chat/ast.h"
@@ -21,6 +22,12 @@ using Limits = RenderLimits;
 
 // A variable scope; scopes live in the interpreter's arena for the whole render, since macros keep a
 // pointer to the scope they were defined in.
+// Which of Jinja's special macro variables (caller, kwargs, varargs) a macro body reads: only then
+// does a call bind them (and accept extra arguments).
+struct SpecialNames {
+  bool caller = false, kwargs = false, varargs = false;
+};
+
 struct Scope {
   Scope* parent = nullptr;
   Object vars;
@@ -32,6 +39,7 @@ struct Scope {
 class Interpreter {
  public:
   Interpreter(const Limits& limits, const std::tm& now) : limits_(limits), now_(now) {}
+  ~Interpreter();  // breaks reference cycles through namespaces (`set ns.self = ns`)
   // Renders the program with `context` (an object) as the global variables. Throws TemplateError.
   std::string Render(const std::vector<NodePtr>& program, const Value& context);
 
@@ -73,6 +81,7 @@ class Interpreter {
   void ExecuteSet(const Node& node, Scope* scope);
   void DefineMacro(const Node& node, Scope* scope);
   Value CallMacro(const Node& node, Scope* defined_in, CallArgs& args, Scope* call_site);
+  const SpecialNames& SpecialNamesOf(const Node& macro_or_call_block);
   void BindParameters(const std::string& display, const std::vector<NodePtr>& params, const Node& body_owner,
                       CallArgs& args, Scope* scope);
   Value RenderCallBlock(const Node& node, Scope* scope);
@@ -92,7 +101,9 @@ class Interpreter {
   Jump jump_ = Jump::kNone;
   uint64_t pinned_ = 0;
   int macro_depth_ = 0;
-  Scope* call_site_ = nullptr;  // the scope a function is being called from (macros look up `caller`)
+  Scope* call_site_ = nullptr;
+  std::vector<Value> namespaces_;  // every namespace made: the only mutable containers, so the only cycles
+  std::unordered_map<const Node*, SpecialNames> special_names_;  // per macro / call block, computed once  // the scope a function is being called from (macros look up `caller`)
 };
 
 // filters.cc

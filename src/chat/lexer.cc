@@ -93,12 +93,7 @@ MappedText RemoveGenerationTags(const MappedText& in) {
     const size_t end = MatchGenerationTag(t, i, &lstrip, &rstrip);
     if (!end) { i += 2; continue; }
     size_t keep_end = i;
-    while (lstrip && keep_end > last) {  // trim whitespace before the tag (not what a previous tag used)
-      const std::string_view before = t.substr(last, keep_end - last);
-      const std::string_view trimmed = TrimJs(before, false, true);
-      keep_end = last + trimmed.size();
-      break;
-    }
+    if (lstrip) keep_end = last + TrimJs(t.substr(last, i - last), false, true).size();  // not past the last tag
     out.Append(t.substr(last, keep_end - last), last, in);
     const size_t after = SkipJsSpaces(t, end);
     if (!rstrip) out.Append(t.substr(end, after - end), end, in);

@@ -74,6 +74,38 @@ std::string JsonNumber(const Value& v) {
   return JsNumber(v.as_float());
 }
 
+// Arrays and objects nest, and a render can build a chain of them a million deep (a loop doing
+// `set x = [x]`). Destroying such a chain through nested destructors would overflow the stack, so
+// containers are deleted through this queue: a deletion that starts while another one runs is queued
+// and done by the outermost one, in a loop.
+class DeferredDeleter {
+ public:
+  template <typename T>
+  static void Delete(T* p) {
+    thread_local Queue queue;
+    queue.pending.emplace_back(p, [](void* q) { delete static_cast<T*>(q); });
+    if (queue.draining) return;
+    queue.draining = true;
+    while (!queue.pending.empty()) {
+      const auto [ptr, del] = queue.pending.back();
+      queue.pending.pop_back();
+      del(ptr);  // may queue more
+    }
+    queue.draining = false;
+  }
+
+ private:
+  struct Queue {
+    bool draining = false;
+    std::vector<std::pair<void*, void (*)(void*)>> pending;
+  };
+};
+
+template <typename T>
+std::shared_ptr<T> MakeShared(T value) {
+  return std::shared_ptr<T>(new T(std::move(value)), [](T* p) { DeferredDeleter::Delete(p); });
+}
+
 }  // namespace
 
 const Value* CallArgs::Keyword(std::string_view name) const {
@@ -101,14 +133,14 @@ Value Value::MakeArray(Array items, bool tuple) {
   Value v;
   v.kind_ = Kind::kArray;
   v.tuple_ = tuple;
-  v.array_ = std::make_shared<Array>(std::move(items));
+  v.array_ = MakeShared(std::move(items));
   return v;
 }
 
 Value Value::MakeObject(Object entries) {
   Value v;
   v.kind_ = Kind::kObject;
-  v.object_ = std::make_shared<Object>(std::move(entries));
+  v.object_ = MakeShared(std::move(entries));
   return v;
 }
 
