@@ -175,6 +175,17 @@ TEST(ChatTemplateLanguage, Filters) {
   EXPECT_EQ(Render("{% filter upper %}abc{{ 'd' }}{% endfilter %}"), "ABCD");
 }
 
+TEST(ChatTemplateLanguage, FiltersBeyondTheOracle) {
+  // Python Jinja2 filters that @huggingface/jinja 0.5.13 rejects as unknown.
+  EXPECT_EQ(Render("{{ [1,2,3]|count }}|{{ 'abc'|count }}|{{ 2.5|round }}|{{ 3.5|round }}|{{ 2.567|round(2) }}|"
+                   "{{ 2.1|round(method='ceil') }}|{{ -2.5|round(0, 'floor') }}|{{ 'two words, three'|wordcount }}"),
+            "3|3|2.0|4.0|2.57|3.0|-3.0|3");
+  EXPECT_EQ(Render("{{ [0,1,2,3]|select|list }}|{{ [0,1,2,3]|select('odd')|list }}|{{ [1,2,2]|reject('equalto', 2)|list }}|"
+                   "{{ ['a','b']|map('upper')|join }}"),
+            "[1, 2, 3]|[1, 3]|[1]|AB");
+  EXPECT_EQ(Render("{{ [1]|select('nope')|list }}"), "ERROR: Unknown test: nope");
+}
+
 TEST(ChatTemplateLanguage, ToJsonMatchesTheOracle) {
   const Json d = Json::parse(R"({"d": {"b": 1.5, "a": [1, {"x": null}], "u": "\u00e9\ud83d\ude00", "e": []}})");
   EXPECT_EQ(Render("{{ d|tojson }}", d), R"({"b": 1.5, "a": [1, {"x": null}], "u": "é😀", "e": []})");

@@ -2,6 +2,7 @@
 // parentheses and one written with them are different code paths (`|default` without arguments
 // rejects undefined; `|join` without arguments joins with "").
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 
@@ -122,12 +123,74 @@ Value SortArray(const Array& items, bool reverse, bool case_sensitive, const Val
   return Value::MakeArray(std::move(sorted));
 }
 
+// --- Python Jinja2 filters the oracle lacks (it raises "Unknown ... filter" for them): count, round,
+// wordcount, select/reject, map('filter'). Offered because real templates use them. ---
+
+// round(precision=0, method='common'|'floor'|'ceil'); Python's round() sends ties to even.
+Value RoundNumber(const Value& v, const CallArgs& args) {
+  const Value* precision = args.Get(0, "precision");
+  const Value* method = args.Get(1, "method");
+  if (precision && !precision->is_int()) Fail("round() precision must be an integer");
+  if (method && !method->is_string()) Fail("round() method must be a string");
+  const double scale = std::pow(10.0, static_cast<double>(std::clamp<int64_t>(precision ? precision->as_int() : 0, -300, 300)));
+  const std::string how = method ? method->as_string() : "common";
+  const double x = v.as_number() * scale;
+  double r;
+  if (how == "common") r = std::nearbyint(x);
+  else if (how == "floor") r = std::floor(x);
+  else if (how == "ceil") r = std::ceil(x);
+  else Fail("method must be 'common', 'ceil' or 'floor'");
+  return Value::Float(r / scale);
+}
+
+// Words as Python's \w+ counts them (any non-ASCII byte counts as a word character).
+Value WordCount(const std::string& s) {
+  int64_t words = 0;
+  bool in_word = false;
+  for (const char c : s) {
+    const bool word = std::isalnum(static_cast<unsigned char>(c)) || c == '_' || static_cast<unsigned char>(c) >= 0x80;
+    if (word && !in_word) ++words;
+    in_word = word;
+  }
+  return Value::Int(words);
+}
+
+// select/reject: items passing a test (`select('odd')`, `select('equalto', 2)`), or truthy ones.
+Value SelectItems(const Value& v, const CallArgs& args, bool keep) {
+  Array out;
+  for (const Value& item : v.array()) {
+    bool result = item.Truthy();
+    if (!args.positional.empty()) {
+      if (!args.positional[0].is_string()) Fail("select/reject: the test name must be a string");
+      bool known = false;
+      result = RunTest(args.positional[0].as_string(), item, args.positional.size() > 1 ? &args.positional[1] : nullptr,
+                       &known);
+      if (!known) Fail("Unknown test: " + args.positional[0].as_string());
+    }
+    if (result == keep) out.push_back(item);
+  }
+  return Value::MakeArray(std::move(out));
+}
+
+Value PlainFilter(Interpreter& in, const Value& v, const std::string& name);
+
+// map('upper'): a filter (without arguments) applied to every item.
+Value MapWithFilter(Interpreter& in, const Value& v, const CallArgs& args) {
+  if (args.positional.size() != 1 || !args.positional[0].is_string()) {
+    Fail("`map` takes attribute= or the name of a filter without arguments");
+  }
+  Array out;
+  for (const Value& item : v.array()) out.push_back(PlainFilter(in, item, args.positional[0].as_string()));
+  return Value::MakeArray(std::move(out));
+}
+
 Value PlainArrayFilter(Interpreter& in, const Value& v, const std::string& name) {
   const Array& items = v.array();
   if (name == "list") return v;
   if (name == "first") return items.empty() ? Value() : items.front();
   if (name == "last") return items.empty() ? Value() : items.back();
-  if (name == "length") return Value::Int(static_cast<int64_t>(items.size()));
+  if (name == "length" || name == "count") return Value::Int(static_cast<int64_t>(items.size()));
+  if (name == "select" || name == "reject") return SelectItems(v, CallArgs{}, name == "select");
   if (name == "reverse") return Value::MakeArray(Array(items.rbegin(), items.rend()));
   if (name == "sort") return SortArray(items, false, false, Value::Null());
   if (name == "join") return Join(in, items, "");
@@ -146,7 +209,8 @@ Value PlainArrayFilter(Interpreter& in, const Value& v, const std::string& name)
 
 Value PlainStringFilter(Interpreter& in, const Value& v, const std::string& name) {
   const std::string& s = v.as_string();
-  if (name == "length") return Value::Int(static_cast<int64_t>(Utf16Length(s)));
+  if (name == "length" || name == "count") return Value::Int(static_cast<int64_t>(Utf16Length(s)));
+  if (name == "wordcount") return WordCount(s);
   if (name == "upper" || name == "lower" || name == "title" || name == "capitalize") {
     CallArgs none;
     return BuiltinMember(in, v, name).function()(none);
@@ -174,10 +238,11 @@ Value PlainFilter(Interpreter& in, const Value& v, const std::string& name) {
     if (name == "int") return v.is_int() ? v : IntFromDouble(v.as_float());
     if (name == "float") return Value::Float(v.as_number());
     if (name == "string") return Value::String(ToOutputString(v));
+    if (name == "round") return RoundNumber(v, CallArgs{});
     Fail("Unknown NumericValue filter: " + name);
   }
   if (v.is_object()) {
-    if (name == "length") return Value::Int(static_cast<int64_t>(v.object().size()));
+    if (name == "length" || name == "count") return Value::Int(static_cast<int64_t>(v.object().size()));
     const Value member = BuiltinMember(in, v, name);  // items, keys, values, dictsort: called bare
     if (member.is_function()) {
       CallArgs none;
@@ -284,7 +349,8 @@ Value CallArrayFilter(Interpreter& in, const Value& v, const Node& filter, Scope
   const std::string& name = filter.name;
   if (name == "selectattr" || name == "rejectattr") return SelectAttr(in, v, filter, scope);
   CallArgs args = in.EvalArgs(filter.list, scope);
-  if (name == "map") return MapFilter(v, args);
+  if (name == "map") return args.Keyword("attribute") ? MapFilter(v, args) : MapWithFilter(in, v, args);
+  if (name == "select" || name == "reject") return SelectItems(v, args, name == "select");
   if (name == "sort") {
     const Value* reverse = args.Get(0, "reverse");
     const Value* case_sensitive = args.Get(1, "case_sensitive");
@@ -341,6 +407,7 @@ Value CallFilter(Interpreter& in, const Value& v, const Node& filter, Scope* sco
   }
   if (v.is_array()) return CallArrayFilter(in, v, filter, scope);
   if (v.is_string()) return CallStringFilter(in, v, filter, scope);
+  if (v.is_number() && name == "round") return RoundNumber(v, in.EvalArgs(filter.list, scope));
   if (v.is_object()) {
     const Value member = BuiltinMember(in, v, name);
     if (member.is_function()) {
