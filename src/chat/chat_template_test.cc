@@ -115,6 +115,8 @@ TEST(ChatTemplateLanguage, LiteralsAndOutputForms) {
             "[1, \"a\", null, true, 1, {\"k\": [1, 2]}]|{\"a\": 1, \"b\": {\"c\": null}}");
   EXPECT_EQ(Render("{{ 10000000000000000000000 }}|{{ 0.000001 }}|{{ 0.0000001 }}|{{ 2.0 ** 100 }}"),
             "1e+22|0.000001|1e-7|1.2676506002282294e+30");
+  // \u escapes are UTF-16 as in JavaScript: a surrogate pair is one character, a lone one U+FFFD.
+  EXPECT_EQ(Render("{{ '\\ud83d\\ude00|\\ud83d|\\u00e9\\x41' }}"), "\xf0\x9f\x98\x80|\xef\xbf\xbd|\xc3\xa9" "A");
 }
 
 TEST(ChatTemplateLanguage, Arithmetic) {
@@ -303,6 +305,8 @@ TEST(ChatTemplateErrors, SyntaxErrorsNameLineAndColumn) {
   ExpectError(ParseStatus("{{"), StatusCode::kInvalidArgument, "unexpected end of template");
   ExpectError(ParseStatus("{{ x "), StatusCode::kInvalidArgument, "Unexpected end of input");
   ExpectError(ParseStatus("{{ 'a\\qb' }}"), StatusCode::kInvalidArgument, "Unexpected escaped character: q");
+  // A message never cuts a UTF-8 character in half.
+  ExpectError(ParseStatus("{{ \xc3\xa9 }}"), StatusCode::kInvalidArgument, "Unexpected character: \xc3\xa9");
 }
 
 TEST(ChatTemplateErrors, DeepNestingIsAnErrorNotACrash) {

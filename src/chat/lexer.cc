@@ -160,6 +160,8 @@ class Lexer {
   bool LexUnarySign(char c, TokenType last);
   bool LexRule();
   void LexString(char quote);
+  std::string CharAt(size_t i) const;
+  uint32_t Hex(int n, char escape);
   void LexNumber(TokenType last);
   std::string Digits();
 
@@ -309,16 +311,40 @@ int HexValue(char c) {
 }
 
 void AppendUtf8(std::string& out, uint32_t cp) {
+  if (cp >= 0xd800 && cp <= 0xdfff) cp = 0xfffd;  // a lone surrogate: what node writes for it
   if (cp < 0x80) {
     out += static_cast<char>(cp);
   } else if (cp < 0x800) {
     out += static_cast<char>(0xc0 | (cp >> 6));
     out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
+  } else if (cp < 0x10000) {
     out += static_cast<char>(0xe0 | (cp >> 12));
     out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
     out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    out += static_cast<char>(0xf0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
   }
+}
+
+// The whole UTF-8 character at i (for messages: never half of one).
+std::string Lexer::CharAt(size_t i) const {
+  if (i >= t().size()) return "end of input";
+  return std::string(SplitCodePoints(std::string_view(t()).substr(i, 4)).front());
+}
+
+// n hex digits at pos_ (\xHH, \uHHHH), consumed.
+uint32_t Lexer::Hex(int n, char escape) {
+  uint32_t cp = 0;
+  for (int k = 0; k < n; ++k) {
+    const int h = HexValue(At(pos_ + k));
+    if (h < 0) Error(std::string("Invalid hexadecimal escape sequence: \\") + escape);
+    cp = cp * 16 + h;
+  }
+  pos_ += n;
+  return cp;
 }
 
 void Lexer::LexString(char quote) {
@@ -332,15 +358,19 @@ void Lexer::LexString(char quote) {
     if (pos_ >= t().size()) Error("Unexpected end of input");
     const char e = t()[pos_++];
     if (e == 'x' || e == 'u') {
-      const int n = e == 'x' ? 2 : 4;
-      uint32_t cp = 0;
-      for (int k = 0; k < n; ++k) {
-        const int h = HexValue(At(pos_ + k));
-        if (h < 0) Error(std::string("Invalid hexadecimal escape sequence: \\") + e);
-        cp = cp * 16 + h;
+      uint32_t cp = Hex(e == 'x' ? 2 : 4, e);
+      // "\ud83d\ude00": a UTF-16 surrogate pair, as JavaScript reads it, is one character.
+      if (cp >= 0xd800 && cp <= 0xdbff && At(pos_) == '\\' && At(pos_ + 1) == 'u') {
+        const size_t save = pos_;
+        pos_ += 2;
+        const uint32_t low = Hex(4, 'u');
+        if (low >= 0xdc00 && low <= 0xdfff) {
+          cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
+        } else {
+          pos_ = save;
+        }
       }
       AppendUtf8(str, cp);
-      pos_ += n;
       continue;
     }
     const char* escapes = "n\nt\tr\rb\bf\fv\v''\"\"\\\\";
@@ -348,7 +378,7 @@ void Lexer::LexString(char quote) {
     for (const char* p = escapes; *p; p += 2) {
       if (*p == e) { str += p[1]; found = true; break; }
     }
-    if (!found) Error(std::string("Unexpected escaped character: ") + e);
+    if (!found) { --pos_; Error("Unexpected escaped character: " + CharAt(pos_)); }
   }
   Push(TokenType::kString, std::move(str), start);
 }
@@ -378,7 +408,7 @@ std::vector<Token> Lexer::Run() {
     const char c = At(pos_);
     if (c == '-' && LexWhitespaceControl()) continue;
     if (c == '-' || c == '+') {
-      if (!have_last || last == TokenType::kText) Error(std::string("Unexpected character: ") + c);
+      if (!have_last || last == TokenType::kText) Error("Unexpected character: " + CharAt(pos_));
       if (LexUnarySign(c, last)) continue;
     }
     if (LexRule()) continue;
@@ -390,7 +420,7 @@ std::vector<Token> Lexer::Run() {
       Push(TokenType::kIdentifier, t().substr(start, pos_ - start), start);
       continue;
     }
-    Error(std::string("Unexpected character: ") + c);
+    Error("Unexpected character: " + CharAt(pos_));
   }
   return std::move(tokens_);
 }
