@@ -20,14 +20,14 @@ namespace edgedecode::chat {
 
 using Limits = RenderLimits;
 
-// A variable scope; scopes live in the interpreter's arena for the whole render, since macros keep a
-// pointer to the scope they were defined in.
 // Which of Jinja's special macro variables (caller, kwargs, varargs) a macro body reads: only then
 // does a call bind them (and accept extra arguments).
 struct SpecialNames {
   bool caller = false, kwargs = false, varargs = false;
 };
 
+// A variable scope. Scopes live in the interpreter's arena (macros keep a pointer to the scope they
+// were defined in); see ScopeMark for when they are freed.
 struct Scope {
   Scope* parent = nullptr;
   Object vars;
