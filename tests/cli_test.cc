@@ -268,5 +268,33 @@ TEST_F(CliTest, WrongClassesOfInput) {
   EXPECT_NE(r.err.find("beyond the model's trained context"), std::string::npos) << r.err;
 }
 
+// ChatML, as Qwen and SmolLM write it (stories260K has no template of its own).
+const char* kChatml =
+    "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>' + '\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+TEST_F(CliTest, ChatScriptedThroughStdinMatchesRunChat) {
+  const std::string tmpl = dir_ + "/chatml.jinja";
+  { std::ofstream(tmpl) << kChatml; }
+  const std::string common = " -m " + model_ + " --chat-template " + tmpl + " --temp 0 -n 12";
+  CommandResult one = RunEdgedecode("run" + common + " --chat -p 'Tell me a story' --json -");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const std::string first = nlohmann::json::parse(one.out)["text"];
+  CommandResult chat = RunEdgedecode("chat" + common, "printf 'Tell me a story\\n/stats\\nAnd then?\\n/stats\\n' |");
+  ASSERT_EQ(chat.exit_code, 0) << chat.err;
+  EXPECT_EQ(chat.out.substr(0, first.size() + 1), first + "\n") << chat.out;
+  // The second turn reuses the first turn's tokens in the KV cache.
+  const size_t second = chat.err.rfind("last turn: prompt ");
+  ASSERT_NE(second, std::string::npos) << chat.err;
+  int prompt = 0, reused = 0;
+  ASSERT_EQ(std::sscanf(chat.err.c_str() + second, "last turn: prompt %d tokens (%d reused", &prompt, &reused), 2) << chat.err;
+  EXPECT_GT(reused, 10) << chat.err;
+  EXPECT_LT(reused, prompt);
+  // A model without a template: the error names the flag.
+  CommandResult none = RunEdgedecode("run -m " + model_ + " --chat -p hi");
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_NE(none.err.find("--chat-template"), std::string::npos) << none.err;
+}
+
 }  // namespace
 }  // namespace edgedecode::test
