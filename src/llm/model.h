@@ -87,7 +87,8 @@ class Model {
   const Weight& token_embd() const { return token_embd_; }  // (n_vocab rows, dim)
   const std::vector<LayerWeights>& layers() const { return layers_; }
   const std::vector<float>& output_norm() const { return output_norm_; }  // (dim)
-  const Weight& output() const { return output_; }  // (n_vocab, dim); token_embd when tied
+  // (n_vocab, dim); token_embd's bytes when tied (after RepackForKernels, the arena's copy of them)
+  const Weight& output() const { return output_; }
   // Divisors of the RoPE frequencies (llama3 scaling): the file's rope_freqs.weight, else computed from
   // rope.scaling.* when rope.scaling.type is llama3; empty when the model has none.
   const std::vector<float>& rope_freq_factors() const { return rope_freqs_; }  // (n_rot/2) or empty
