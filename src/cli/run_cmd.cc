@@ -58,6 +58,7 @@ int RunMain(int argc, char** argv) {
   app.add_flag("--ignore-eos", ignore_eos, "keep generating past end-of-generation tokens");
   json.Add(app, "one object at the end (text, token ids, seed, timings); on stdout the text is not streamed");
   if (auto rc = Parse(app, argc, argv)) return *rc;
+  InterruptScope interrupt;  // from here on, a signal while loading still ends with the results (none yet)
   if (n_predict < 0) return Fail(cmd, InvalidArgument("-n must be >= 0"));
   if (Status st = so.Finish(); !st.ok()) return Fail(cmd, st);
   if (Status st = po.Validate({mo.model, prompt_file}); !st.ok()) return Fail(cmd, st);
@@ -95,13 +96,13 @@ int RunMain(int argc, char** argv) {
     prof = std::make_unique<llm::Profiler>(ctx.n_threads(), !po.trace.empty());
     ctx.SetProfiler(prof.get());
   }
-  InterruptScope interrupt;
   const bool stream = !json.to_stdout();
   llm::Sampler sampler(so.params);
   for (int32_t t : toks) sampler.Accept(t);
   std::string stop = "n_predict";
   const auto t_prefill = Clock::now();
   // Prefill in batches, so that an interrupt is seen between them.
+  if (InterruptScope::requested()) stop = "interrupted";
   for (size_t i = 0; i < toks.size() && stop != "interrupted"; i += static_cast<size_t>(mo.n_batch)) {
     const int n = static_cast<int>(std::min(toks.size() - i, static_cast<size_t>(mo.n_batch)));
     if (Status st = ctx.Eval(toks.data() + i, n, false); !st.ok()) return Fail(cmd, st);
