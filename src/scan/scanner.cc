@@ -144,7 +144,7 @@ Check CheckNode(const OnnxModel& m, const Node& n, const Profile& p, const ScanO
   std::string dkey = n.domain.empty() ? "ai.onnx" : n.domain;
   const nlohmann::json* dmap = nullptr;
   if (p.ops.contains(dkey)) dmap = &p.ops[dkey];
-  else if (n.domain == "ai.onnx.ml" || n.domain.empty() || true) { if (p.ops.contains("*")) dmap = &p.ops["*"]; }
+  else if (p.ops.contains("*")) dmap = &p.ops["*"];  // "*" as a domain: every domain the profile does not name
   const nlohmann::json* c = nullptr;
   if (dmap && dmap->is_object()) {
     if (dmap->contains(n.op_type)) c = &(*dmap)[n.op_type];
@@ -456,7 +456,7 @@ ScanReport Scan(const OnnxModel& m, const Profile& p, const ScanOptions& o) {
 std::string ScanReport::SummaryLine() const {
   char buf[512];
   int compute = n_accel + n_cpu;
-  std::string where = accelerator == "CPU" ? "CPU" : accelerator;
+  const std::string& where = accelerator;  // "CPU" for the cpu profile
   std::string unknown = unknown_transitions ? " (+" + std::to_string(unknown_transitions) + " of unknown size)" : "";
   std::snprintf(buf, sizeof buf, "%s: %d/%d nodes on %s in %d partition%s (+%d constant-folded), %zu CPU<->%s transition%s copying %s per %s%s (~%.2f ms at %.1f GB/s); verdict: %s",
                 target.c_str(), n_accel, compute, where.c_str(), partitions, partitions == 1 ? "" : "s", n_folded,
