@@ -154,7 +154,7 @@ std::string RmsNormName(Isa isa);
 // How SiluMul runs on isa, for the profiler's kernel column: "silu*mul avx2 (exp in double)" or "silu*mul scalar".
 std::string SiluMulName(Isa isa);
 
-// ---- weights repacked at load by 8 rows (q4_0: pairs of 8): q4_0, q8_0, q4_K, q6_K (measured faster) --
+// ---- weights repacked at load by 8 rows (q4_0: pairs of 8): q4_0, q8_0, q4_K, q6_K --------------------
 // The file keeps llama.cpp's layout; the repacked copy is internal to the x86 SIMD kernels (AVX2 and up,
 // rows % 8 == 0; never the token embedding, which is read by rows). q4_0 and q4_K are repacked where
 // llama.cpp's CPU backend repacks them, and every packed kernel sums each row in the order of its unpacked
@@ -162,7 +162,7 @@ std::string SiluMulName(Isa isa);
 // each of the 8 rows (row r at bytes 4r..4r+3; q4_0: 16 rows in 64 bytes), so an integer dot with 4
 // activations broadcast leaves each row's sum in its own lane: no horizontal sums. The vectors lie in the
 // order the kernels read them: a decode step streams each group front to back (an out-of-order walk
-// measured 4x slower from DRAM here).
+// defeats the hardware prefetchers from DRAM).
 //
 // q4_0, in pairs of groups (16 rows) while 16 rows remain, then (rows % 16 == 8) a lone group of 8; per
 // block b of 32 columns of G rows (G = 16: 288 bytes, G = 8: 144, the same as the G original blocks): the

@@ -43,9 +43,9 @@ Result<ScanReport> ScanGguf(const std::string& path, const Profile& p) {
     n.name = name; n.op_type = op; n.domain = "gguf:" + arch; n.graph = graph;
     n.out_desc.push_back(type);
     bool op_ok = cpu_profile || ops.count(op) || (op == "gqa" && ops.count("attention"));
-    if (!op_ok) { n.placement = Placement::kCpu; n.reason = "op_not_supported"; n.detail = op + " is not in the profile's llm.ops"; }
+    if (!op_ok) { n.placement = Placement::kCpu; n.reason = FallbackReason::kOpNotSupported; n.detail = op + " is not in the profile's llm.ops"; }
     else if ((op == "matmul" || op == "embedding") && !cpu_profile && !types.count(type)) {
-      n.placement = Placement::kCpu; n.reason = "dtype_not_supported"; n.detail = "weight type " + type + " not in llm.matmul_types";
+      n.placement = Placement::kCpu; n.reason = FallbackReason::kDtypeNotSupported; n.detail = "weight type " + type + " not in llm.matmul_types";
     } else n.placement = Placement::kAccel;
     r.nodes.push_back(n);
   };
@@ -88,7 +88,7 @@ Result<ScanReport> ScanGguf(const std::string& path, const Profile& p) {
   bool too_big = p.memory_bytes && r.weight_bytes > p.memory_bytes;
   r.verdict = r.n_cpu == 0 && !too_big ? "GOOD" : (r.n_accel == 0 || too_big || r.seconds >= 0.005) ? "BAD" : "MAYBE";
   std::set<std::string> bad_types;
-  for (const auto& n : r.nodes) if (n.reason == "dtype_not_supported") bad_types.insert(n.out_desc[0]);
+  for (const auto& n : r.nodes) if (n.reason == FallbackReason::kDtypeNotSupported) bad_types.insert(n.out_desc[0]);
   for (const auto& t : bad_types)
     r.suggestions.push_back("weights of type " + t + " fall back: requantize them to a type the device's matmul takes (`edgedecode quantize`), e.g. " +
                             (types.empty() ? std::string("q8_0") : *types.begin()));

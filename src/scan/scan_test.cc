@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <numeric>
+#include <ostream>
+#include <set>
 
 #include "scan/gguf_scan.h"
 #include "scan/onnx_model.h"
@@ -11,6 +15,11 @@
 
 namespace fs = std::filesystem;
 using namespace edgedecode::scan;
+
+namespace edgedecode::scan {
+// gtest prints a FallbackReason (also inside std::optional) by its code.
+void PrintTo(FallbackReason r, std::ostream* os) { *os << FallbackReasonCode(r); }
+}  // namespace edgedecode::scan
 
 namespace {
 
@@ -33,8 +42,9 @@ void CheckTotals(const ScanReport& r, size_t n_nodes, const std::string& what) {
   EXPECT_EQ(sum, r.bytes) << what;
   EXPECT_EQ(unknown, r.unknown_transitions) << what;
   for (const auto& n : r.nodes) {
-    if (n.placement == Placement::kCpu) EXPECT_FALSE(n.reason.empty()) << what << ": " << n.name;
-    if (n.placement == Placement::kAccel) EXPECT_TRUE(n.reason.empty()) << what << ": " << n.name;
+    if (n.placement == Placement::kCpu) EXPECT_TRUE(n.reason && n.reason != FallbackReason::kConstant) << what << ": " << n.name;
+    if (n.placement == Placement::kAccel) EXPECT_FALSE(n.reason.has_value()) << what << ": " << n.name;
+    if (n.placement == Placement::kFolded) EXPECT_EQ(n.reason, FallbackReason::kConstant) << what << ": " << n.name;
   }
   if (r.n_accel == 0) EXPECT_EQ(r.partitions, 0) << what;
   else EXPECT_GE(r.partitions, 1) << what;
@@ -101,7 +111,7 @@ TEST(ScanRealModels, Mnist8PlacementsPerProfile) {
   // Ethos-U takes only integer tensors: float32 MNIST falls back, quantized it runs.
   ScanReport eu = Scan(*m.value(), P("ethos-u55"));
   EXPECT_EQ(NodeNamed(eu, "Convolution28")->placement, Placement::kCpu);
-  EXPECT_EQ(NodeNamed(eu, "Convolution28")->reason, "dtype_not_supported");
+  EXPECT_EQ(NodeNamed(eu, "Convolution28")->reason, FallbackReason::kDtypeNotSupported);
   ScanOptions q;
   q.quantized = true;
   ScanReport euq = Scan(*m.value(), P("ethos-u55"), q);
@@ -116,7 +126,7 @@ TEST(ScanRealModels, FastestDetResizeNearestFallsBackOnTfliteGpuOnly) {
   const NodeResult* rs = NodeNamed(gpu, "/upsample/Resize");
   ASSERT_NE(rs, nullptr);
   EXPECT_EQ(rs->placement, Placement::kCpu);
-  EXPECT_EQ(rs->reason, "attribute_not_supported");
+  EXPECT_EQ(rs->reason, FallbackReason::kAttributeNotSupported);
   EXPECT_NE(rs->detail.find("mode=nearest"), std::string::npos);
   EXPECT_GT(gpu.transitions.size(), 0u);
   EXPECT_GT(gpu.bytes, 0);
@@ -131,7 +141,7 @@ TEST(ScanRealModels, CustomDomainOpsFallBackWithReason) {
   ASSERT_GT(r.nodes.size(), 0u);
   for (const auto& n : r.nodes) {
     EXPECT_EQ(n.placement, Placement::kCpu);
-    EXPECT_EQ(n.reason, "custom_domain");
+    EXPECT_EQ(n.reason, FallbackReason::kCustomDomain);
   }
   EXPECT_EQ(r.verdict, "BAD");
 }
@@ -146,7 +156,7 @@ TEST(ScanRealModels, SileroVadSubgraphsAndDynamicInputs) {
   for (const auto& n : r.nodes) {
     lstm |= n.op_type == "LSTM";
     in_branch |= !n.graph.empty();
-    dyn |= n.reason == "dynamic_shape";
+    dyn |= n.reason == FallbackReason::kDynamicShape;
   }
   EXPECT_TRUE(lstm);
   EXPECT_TRUE(in_branch);
@@ -172,8 +182,8 @@ TEST(ScanRealModels, InputShapeMakesMagikaStatic) {
   ScanReport r1 = Scan(*m1.value(), P("hexagon-htp"));
   EXPECT_TRUE(r1.dynamic_inputs.empty());
   int dyn0 = 0, dyn1 = 0;
-  for (const auto& n : r0.nodes) dyn0 += n.reason == "dynamic_shape";
-  for (const auto& n : r1.nodes) dyn1 += n.reason == "dynamic_shape";
+  for (const auto& n : r0.nodes) dyn0 += n.reason == FallbackReason::kDynamicShape;
+  for (const auto& n : r1.nodes) dyn1 += n.reason == FallbackReason::kDynamicShape;
   EXPECT_GT(dyn0, 0);
   EXPECT_LT(dyn1, dyn0);
   auto bad = OnnxModel::Load(path, {{"no_such_input", {1}}});
@@ -193,7 +203,7 @@ TEST(ScanNodeModels, AllNodeTestModelsParseAndArePlaced) {
     ScanReport r = Scan(*m.value(), rk);
     CheckTotals(r, m.value()->nodes().size(), f.string());
     for (const auto& n : r.nodes) {
-      unknown += n.reason == "unknown_op";
+      unknown += n.reason == FallbackReason::kUnknownOp;
       subgraph_nodes += !n.graph.empty();
     }
   }
@@ -212,7 +222,7 @@ TEST(ScanGguf, WeightTypesAgainstProfileMatmulTypes) {
   ASSERT_NE(q, nullptr);
   ASSERT_NE(down, nullptr);
   EXPECT_EQ(q->placement, Placement::kCpu);
-  EXPECT_EQ(q->reason, "dtype_not_supported");
+  EXPECT_EQ(q->reason, FallbackReason::kDtypeNotSupported);
   EXPECT_EQ(down->placement, Placement::kAccel);  // kept in f16
   CheckTotals(r.value(), r.value().nodes.size(), path);
   EXPECT_GT(r.value().bytes, 0);
@@ -220,4 +230,36 @@ TEST(ScanGguf, WeightTypesAgainstProfileMatmulTypes) {
   ASSERT_TRUE(cpu.ok());
   EXPECT_EQ(cpu.value().n_cpu, 0);
   EXPECT_FALSE(ScanGguf(kData + "/llm/corrupt/ggml-vocab-llama-spm.utf8-mangled.gguf", P("cpu")).ok());
+}
+
+// The reason codes are a contract (docs/profiles.md): each value has its own non-empty code and text, the
+// codes are exactly the strings the reports have always printed, and the doc's table lists every one.
+TEST(FallbackReason, EveryValueHasDistinctCodeAndText) {
+  std::set<std::string> codes, texts;
+  size_t i = 0;
+  for (FallbackReason r : AllFallbackReasons()) {
+    EXPECT_EQ(static_cast<size_t>(r), i++);
+    std::string code = FallbackReasonCode(r), text = FallbackReasonText(r);
+    EXPECT_FALSE(code.empty());
+    EXPECT_FALSE(text.empty()) << code;
+    EXPECT_EQ(code.find_first_not_of("abcdefghijklmnopqrstuvwxyz_"), std::string::npos) << code;
+    EXPECT_EQ(text.find('\n'), std::string::npos) << code;
+    EXPECT_TRUE(codes.insert(code).second) << "duplicate code " << code;
+    EXPECT_TRUE(texts.insert(text).second) << "duplicate text for " << code;
+  }
+  const std::set<std::string> printed = {"op_not_supported", "custom_domain", "unknown_op", "dtype_not_supported",
+                                         "dynamic_shape", "rank_limit", "dim_limit", "batch_limit",
+                                         "attribute_not_supported", "non_constant_input", "constant"};
+  EXPECT_EQ(codes, printed);
+  NodeResult n;
+  EXPECT_EQ(n.ReasonCode(), "");  // on the accelerator the reason column is empty
+  n.reason = FallbackReason::kDimLimit;
+  EXPECT_EQ(n.ReasonCode(), "dim_limit");
+
+  std::ifstream in(std::string(EDGEDECODE_SOURCE_DIR) + "/docs/profiles.md");
+  ASSERT_TRUE(in.good());
+  std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t table = doc.find("## Fallback reasons");
+  ASSERT_NE(table, std::string::npos);
+  for (const auto& code : codes) EXPECT_NE(doc.find("| `" + code + "` |", table), std::string::npos) << code << " not in the table";
 }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <set>
@@ -17,6 +18,51 @@
 namespace edgedecode::scan {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// The one table of fallback reasons: code (as printed in the reports) and one line of text, in the order
+// of the enum. docs/profiles.md "Fallback reasons" documents each row with what triggers it.
+struct ReasonRow {
+  FallbackReason reason;
+  const char* code;
+  const char* text;
+};
+constexpr ReasonRow kReasons[] = {
+    {FallbackReason::kOpNotSupported, "op_not_supported",
+     "the op is not in the profile's op list, or is listed with not_supported (GGUF: not in llm.ops)"},
+    {FallbackReason::kCustomDomain, "custom_domain", "the op's domain is neither ai.onnx, ai.onnx.ml nor a domain the profile lists"},
+    {FallbackReason::kUnknownOp, "unknown_op", "the op has no ONNX schema known to the scanner (libonnx 1.12) and the profile does not list it"},
+    {FallbackReason::kDtypeNotSupported, "dtype_not_supported",
+     "input 0 or an output has an element type not in dtypes (GGUF: a weight type not in llm.matmul_types)"},
+    {FallbackReason::kDynamicShape, "dynamic_shape", "static_shapes is set and input 0 or an output has a dimension shape inference left unknown"},
+    {FallbackReason::kRankLimit, "rank_limit", "input 0 or an output has more dimensions than max_rank"},
+    {FallbackReason::kDimLimit, "dim_limit", "a dimension of input 0 or an output is larger than max_dim"},
+    {FallbackReason::kBatchLimit, "batch_limit", "dimension 0 of input 0 is larger than max_batch"},
+    {FallbackReason::kAttributeNotSupported, "attribute_not_supported",
+     "an attribute value (or its ONNX default) is not in attrs, or an integer of it is outside attr_range"},
+    {FallbackReason::kNonConstantInput, "non_constant_input", "an input named in const_inputs is computed at run time, not an initializer or Constant"},
+    {FallbackReason::kConstant, "constant", "every output is constant: folded at conversion, so the node runs nowhere (placement folded)"},
+};
+constexpr FallbackReason kAllReasons[] = {
+    FallbackReason::kOpNotSupported, FallbackReason::kCustomDomain,     FallbackReason::kUnknownOp,
+    FallbackReason::kDtypeNotSupported, FallbackReason::kDynamicShape,  FallbackReason::kRankLimit,
+    FallbackReason::kDimLimit,       FallbackReason::kBatchLimit,       FallbackReason::kAttributeNotSupported,
+    FallbackReason::kNonConstantInput, FallbackReason::kConstant,
+};
+constexpr bool RowsInEnumOrder() {
+  for (size_t i = 0; i < std::size(kReasons); ++i)
+    if (static_cast<size_t>(kReasons[i].reason) != i || kAllReasons[i] != kReasons[i].reason) return false;
+  return std::size(kReasons) == std::size(kAllReasons) &&
+         std::size(kReasons) == static_cast<size_t>(FallbackReason::kConstant) + 1;
+}
+static_assert(RowsInEnumOrder(), "kReasons: one row per FallbackReason, in declaration order (kConstant last)");
+
+}  // namespace
+
+const char* FallbackReasonCode(FallbackReason r) { return kReasons[static_cast<size_t>(r)].code; }
+const char* FallbackReasonText(FallbackReason r) { return kReasons[static_cast<size_t>(r)].text; }
+std::span<const FallbackReason> AllFallbackReasons() { return kAllReasons; }
 
 const char* PlacementName(Placement p) {
   switch (p) {
@@ -90,27 +136,28 @@ std::string Desc(const OnnxModel& m, const std::string& name) {
 }
 
 struct Check {
-  std::string reason, detail;
+  std::optional<FallbackReason> reason;  // empty: the accelerator runs it
+  std::string detail;
 };
 
 Check CheckNode(const OnnxModel& m, const Node& n, const Profile& p, const ScanOptions& o) {
   std::string dkey = n.domain.empty() ? "ai.onnx" : n.domain;
   const nlohmann::json* dmap = nullptr;
   if (p.ops.contains(dkey)) dmap = &p.ops[dkey];
-  else if (n.domain == "ai.onnx.ml" || n.domain.empty() || true) { if (p.ops.contains("*")) dmap = &p.ops["*"]; }
+  else if (p.ops.contains("*")) dmap = &p.ops["*"];  // "*" as a domain: every domain the profile does not name
   const nlohmann::json* c = nullptr;
   if (dmap && dmap->is_object()) {
     if (dmap->contains(n.op_type)) c = &(*dmap)[n.op_type];
     else if (dmap->contains("*")) c = &(*dmap)["*"];
   }
   if (!c) {
-    if (!n.domain.empty() && n.domain != "ai.onnx.ml" && !dmap) return {"custom_domain", "domain '" + n.domain + "' is not on the device"};
-    if (!n.has_schema) return {"unknown_op", n.op_type + " is not an ONNX op known to the scanner (libonnx 1.12) nor listed by the profile"};
-    return {"op_not_supported", n.op_type + " is not in the profile's op list"};
+    if (!n.domain.empty() && n.domain != "ai.onnx.ml" && !dmap) return {FallbackReason::kCustomDomain, "domain '" + n.domain + "' is not on the device"};
+    if (!n.has_schema) return {FallbackReason::kUnknownOp, n.op_type + " is not an ONNX op known to the scanner (libonnx 1.12) nor listed by the profile"};
+    return {FallbackReason::kOpNotSupported, n.op_type + " is not in the profile's op list"};
   }
   nlohmann::json k = p.defaults.is_object() ? p.defaults : nlohmann::json::object();
   if (c->is_object()) for (auto it = c->begin(); it != c->end(); ++it) k[it.key()] = it.value();
-  if (k.value("not_supported", false)) return {"op_not_supported", k.value("notes", std::string("listed as not supported"))};
+  if (k.value("not_supported", false)) return {FallbackReason::kOpNotSupported, k.value("notes", std::string("listed as not supported"))};
 
   std::vector<const ValueInfo*> checked;  // input 0 and every output
   if (!n.inputs.empty() && !n.inputs[0].empty()) checked.push_back(m.Find(n.inputs[0]));
@@ -124,27 +171,27 @@ Check CheckNode(const OnnxModel& m, const Node& n, const Profile& p, const ScanO
       if ((v->elem_type == onnx::TensorProto::INT64 || v->elem_type == onnx::TensorProto::INT32) && v->has_shape && v->dims.size() <= 1) continue;
       std::string t = ElemTypeName(v->elem_type);
       if (o.quantized && (t == "float32" || t == "float16") && !ok.count(t)) t = "int8";
-      if (!ok.count(t)) return {"dtype_not_supported", v->name + " is " + t + ", device takes " + Join(k["dtypes"])};
+      if (!ok.count(t)) return {FallbackReason::kDtypeNotSupported, v->name + " is " + t + ", device takes " + Join(k["dtypes"])};
     }
   }
   if (k.value("static_shapes", false))
     for (const ValueInfo* v : checked)
       if (v && !v->is_const && !v->fully_known())
-        return {"dynamic_shape", v->name + " has shape " + v->ShapeString() + " (fix it with --input-shape)"};
+        return {FallbackReason::kDynamicShape, v->name + " has shape " + v->ShapeString() + " (fix it with --input-shape)"};
   int64_t max_rank = k.value("max_rank", int64_t{0}), max_dim = k.value("max_dim", int64_t{0});
   for (const ValueInfo* v : checked) {
     if (!v || !v->has_shape) continue;
     if (max_rank && static_cast<int64_t>(v->dims.size()) > max_rank)
-      return {"rank_limit", v->name + " has rank " + std::to_string(v->dims.size()) + " > " + std::to_string(max_rank)};
+      return {FallbackReason::kRankLimit, v->name + " has rank " + std::to_string(v->dims.size()) + " > " + std::to_string(max_rank)};
     if (max_dim)
       for (const Dim& d : v->dims)
         if (d.known() && d.value > max_dim)
-          return {"dim_limit", v->name + " dimension " + std::to_string(d.value) + " > " + std::to_string(max_dim)};
+          return {FallbackReason::kDimLimit, v->name + " dimension " + std::to_string(d.value) + " > " + std::to_string(max_dim)};
   }
   if (k.contains("max_batch") && !checked.empty() && checked[0] && checked[0]->has_shape && checked[0]->dims.size() >= 2) {
     const Dim& b = checked[0]->dims[0];
     if (b.known() && b.value > k["max_batch"].get<int64_t>())
-      return {"batch_limit", "batch " + std::to_string(b.value) + " > " + k["max_batch"].dump()};
+      return {FallbackReason::kBatchLimit, "batch " + std::to_string(b.value) + " > " + k["max_batch"].dump()};
   }
   if (k.contains("attrs") && k["attrs"].is_object())
     for (auto it = k["attrs"].begin(); it != k["attrs"].end(); ++it) {
@@ -165,7 +212,7 @@ Check CheckNode(const OnnxModel& m, const Node& n, const Profile& p, const ScanO
         bool found = false;
         for (const auto& allowed : it.value()) found |= allowed == v;
         if (!found)
-          return {"attribute_not_supported", it.key() + "=" + (v.is_string() ? v.get<std::string>() : v.dump()) +
+          return {FallbackReason::kAttributeNotSupported, it.key() + "=" + (v.is_string() ? v.get<std::string>() : v.dump()) +
                                                  (a ? "" : " (default)") + " not in " + Join(it.value())};
       }
     }
@@ -178,7 +225,7 @@ Check CheckNode(const OnnxModel& m, const Node& n, const Profile& p, const ScanO
       if (a->type() == onnx::AttributeProto::INT) vals = {a->i()};
       for (int64_t v : vals)
         if (v < lo || v > hi)
-          return {"attribute_not_supported", it.key() + " value " + std::to_string(v) + " outside [" +
+          return {FallbackReason::kAttributeNotSupported, it.key() + " value " + std::to_string(v) + " outside [" +
                                                  std::to_string(lo) + ", " + std::to_string(hi) + "]"};
     }
   if (k.contains("const_inputs"))
@@ -186,7 +233,7 @@ Check CheckNode(const OnnxModel& m, const Node& n, const Profile& p, const ScanO
       size_t i = idx.get<size_t>();
       if (i < n.inputs.size() && !n.inputs[i].empty()) {
         const ValueInfo* v = m.Find(n.inputs[i]);
-        if (!v || !v->is_const) return {"non_constant_input", "input " + std::to_string(i) + " '" + n.inputs[i] + "' must be constant"};
+        if (!v || !v->is_const) return {FallbackReason::kNonConstantInput, "input " + std::to_string(i) + " '" + n.inputs[i] + "' must be constant"};
       }
     }
   return {};
@@ -227,8 +274,8 @@ void SuggestPatterns(const OnnxModel& m, const Profile& p, ScanReport* r, AddFn&
     for (size_t i = 0; i < pt.nodes.size(); ++i) {
       auto it = by_name.find(pt.nodes[i]);
       // Only ops the device does not have: dtype or shape fallbacks have their own suggestions.
-      const std::string& why = it == by_name.end() ? std::string() : it->second->reason;
-      if (why == "op_not_supported" || why == "unknown_op" || why == "custom_domain") g.cpu_ops.insert(pt.ops[i]);
+      std::optional<FallbackReason> why = it == by_name.end() ? std::nullopt : it->second->reason;
+      if (why == FallbackReason::kOpNotSupported || why == FallbackReason::kUnknownOp || why == FallbackReason::kCustomDomain) g.cpu_ops.insert(pt.ops[i]);
     }
   }
   bool ms_gelu = p.ops.contains("com.microsoft") && p.ops["com.microsoft"].contains("Gelu");
@@ -292,28 +339,28 @@ void Suggest(const OnnxModel& m, const Profile& p, ScanReport* r) {
     add("fix dynamic input shapes (" + ex + "): rerun with --input-shape NAME=D0,D1,...; `edgedecode rewrite --input-shape` writes them into the model so every shape becomes static");
   }
   int dynamic = 0;
-  for (const NodeResult& n : r->nodes) dynamic += n.reason == "dynamic_shape";
+  for (const NodeResult& n : r->nodes) dynamic += n.reason == FallbackReason::kDynamicShape;
   if (dynamic && r->dynamic_inputs.empty())
     add(std::to_string(dynamic) + " nodes have dynamic shapes although every input is static: a shape computation that "
         "inference does not follow (e.g. Pad pads or Resize sizes from Shape/Slice/Concat); `edgedecode rewrite` "
         "(static-shapes) folds those computations into constants, checked with ONNX Runtime");
   for (const NodeResult& n : r->nodes) {
     if (n.placement != Placement::kCpu) continue;
-    if (n.op_type == "Resize" && n.reason == "attribute_not_supported" && n.detail.rfind("mode=linear", 0) == 0) {
+    if (n.op_type == "Resize" && n.reason == FallbackReason::kAttributeNotSupported && n.detail.rfind("mode=linear", 0) == 0) {
       if (has_op("ConvTranspose"))
         add("Resize mode=linear (" + n.name + ", ...): with an integer scale s it equals a depthwise ConvTranspose (group=C, stride s, kernel 2s or 2s-1, fixed bilinear weights) after repeating the border; `edgedecode rewrite` applies it (resize-to-convtranspose) and verifies with ONNX Runtime");
       else
         add("Resize mode=linear (" + n.name + "): the profile has no ConvTranspose; with an integer scale it equals Resize nearest + a depthwise box Conv (and a crop); `edgedecode rewrite` applies it (resize-to-nearest-conv) and verifies with ONNX Runtime");
     }
-    if (n.op_type == "Resize" && n.reason == "attribute_not_supported" && n.detail.rfind("mode=nearest", 0) == 0)
+    if (n.op_type == "Resize" && n.reason == FallbackReason::kAttributeNotSupported && n.detail.rfind("mode=nearest", 0) == 0)
       add("Resize mode=nearest (" + n.name + "): this device has only bilinear resize; a nearest upsample by integer s is a depthwise ConvTranspose with a box kernel of ones (bit-exact); `edgedecode rewrite` applies it (resize-nearest-to-convtranspose)");
-    if (n.reason == "dtype_not_supported" && n.detail.find("float") != std::string::npos)
+    if (n.reason == FallbackReason::kDtypeNotSupported && n.detail.find("float") != std::string::npos)
       add("float tensors on an integer-only device: quantize the model to int8 (post-training quantization), or rescan with --quantized to see the placement after quantization");
-    if (n.reason == "custom_domain")
+    if (n.reason == FallbackReason::kCustomDomain)
       add("custom-domain op " + n.op_type + " (" + n.domain + "): runs on the CPU only; pre/post-processing ops are best moved out of the model");
-    if (n.op_type == "Softmax" && n.reason == "attribute_not_supported")
+    if (n.op_type == "Softmax" && n.reason == FallbackReason::kAttributeNotSupported)
       add("Softmax on an unsupported axis (" + n.name + "): Transpose the axis to 1 around it, or move the Softmax to the end of the model on the CPU");
-    if (n.reason == "non_constant_input")
+    if (n.reason == FallbackReason::kNonConstantInput)
       add(n.op_type + " with a computed " + n.detail + " (" + n.name + "): fix input shapes so shape computations fold to constants");
   }
   SuggestPatterns(m, p, r, add, has_op);
@@ -347,11 +394,11 @@ ScanReport Scan(const OnnxModel& m, const Profile& p, const ScanOptions& o) {
     }
     if (folded) {
       nr.placement = Placement::kFolded;
-      nr.reason = "constant";
+      nr.reason = FallbackReason::kConstant;
       nr.detail = "constant-folded at conversion";
     } else {
       Check c = CheckNode(m, n, p, o);
-      nr.placement = c.reason.empty() ? Placement::kAccel : Placement::kCpu;
+      nr.placement = c.reason ? Placement::kCpu : Placement::kAccel;
       nr.reason = c.reason;
       nr.detail = c.detail;
     }
@@ -409,7 +456,7 @@ ScanReport Scan(const OnnxModel& m, const Profile& p, const ScanOptions& o) {
 std::string ScanReport::SummaryLine() const {
   char buf[512];
   int compute = n_accel + n_cpu;
-  std::string where = accelerator == "CPU" ? "CPU" : accelerator;
+  const std::string& where = accelerator;  // "CPU" for the cpu profile
   std::string unknown = unknown_transitions ? " (+" + std::to_string(unknown_transitions) + " of unknown size)" : "";
   std::snprintf(buf, sizeof buf, "%s: %d/%d nodes on %s in %d partition%s (+%d constant-folded), %zu CPU<->%s transition%s copying %s per %s%s (~%.2f ms at %.1f GB/s); verdict: %s",
                 target.c_str(), n_accel, compute, where.c_str(), partitions, partitions == 1 ? "" : "s", n_folded,
@@ -432,7 +479,7 @@ nlohmann::json ScanReport::ToJson() const {
   j["nodes"] = nlohmann::json::array();
   for (const auto& n : nodes)
     j["nodes"].push_back({{"name", n.name}, {"op", n.op_type}, {"domain", n.domain.empty() ? "ai.onnx" : n.domain}, {"opset", n.opset},
-                          {"graph", n.graph}, {"placement", PlacementName(n.placement)}, {"reason", n.reason}, {"detail", n.detail},
+                          {"graph", n.graph}, {"placement", PlacementName(n.placement)}, {"reason", n.ReasonCode()}, {"detail", n.detail},
                           {"inputs", n.in_desc}, {"outputs", n.out_desc}});
   return j;
 }
@@ -455,7 +502,7 @@ std::string ScanReport::ToCsv() const {
   std::string s = "name,op,domain,opset,graph,placement,reason,detail,inputs,outputs\n";
   for (const auto& n : nodes)
     s += CsvField(n.name) + "," + n.op_type + "," + (n.domain.empty() ? "ai.onnx" : n.domain) + "," + std::to_string(n.opset) + "," +
-         CsvField(n.graph) + "," + PlacementName(n.placement) + "," + n.reason + "," + CsvField(n.detail) + "," +
+         CsvField(n.graph) + "," + PlacementName(n.placement) + "," + n.ReasonCode() + "," + CsvField(n.detail) + "," +
          CsvField(JoinSemi(n.in_desc)) + "," + CsvField(JoinSemi(n.out_desc)) + "\n";
   return s;
 }
@@ -471,7 +518,7 @@ std::string ScanReport::ToText(bool all_nodes) const {
   if (weight_bytes) s += "weights: " + Mib(weight_bytes) + (memory_bytes ? " of " + Mib(memory_bytes) + " device memory" : "") + "\n";
   for (const auto& d : dynamic_inputs) s += "dynamic input: " + d + "\n";
   std::map<std::string, std::vector<const NodeResult*>> by_reason;
-  for (const auto& n : nodes) if (n.placement == Placement::kCpu) by_reason[n.reason].push_back(&n);
+  for (const auto& n : nodes) if (n.placement == Placement::kCpu) by_reason[n.ReasonCode()].push_back(&n);  // sorted by code, as printed
   if (!by_reason.empty()) {
     s += "\nfallbacks to CPU (" + std::to_string(n_cpu) + " nodes), by reason:\n";
     for (const auto& [reason, list] : by_reason) {
@@ -497,7 +544,7 @@ std::string ScanReport::ToText(bool all_nodes) const {
     s += "\nnodes:\n";
     for (const auto& n : nodes)
       s += std::string("  ") + PlacementName(n.placement) + "  " + n.op_type + "  " + (n.graph.empty() ? "" : n.graph + "/") + n.name +
-           (n.reason.empty() ? "" : "  [" + n.reason + "] " + n.detail) + "\n";
+           (n.reason ? "  [" + n.ReasonCode() + "] " + n.detail : "") + "\n";
   }
   if (!suggestions.empty()) {
     s += "\nsuggestions:\n";

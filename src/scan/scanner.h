@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,13 +38,36 @@ struct Profile {
 
 enum class Placement { kAccel, kCpu, kFolded };
 
+// Why a node is not on the accelerator: the `reason` column of the text, JSON and CSV reports. Each value
+// has one code string and one line of text in the table in scanner.cc; the codes are a documented contract
+// (docs/profiles.md, "Fallback reasons") that scripts match on, so a code is never renamed, only added.
+// kConstant is not a fallback: it is the reason of every Placement::kFolded node.
+enum class FallbackReason {
+  kOpNotSupported,
+  kCustomDomain,
+  kUnknownOp,
+  kDtypeNotSupported,
+  kDynamicShape,
+  kRankLimit,
+  kDimLimit,
+  kBatchLimit,
+  kAttributeNotSupported,
+  kNonConstantInput,
+  kConstant,
+};
+
+const char* FallbackReasonCode(FallbackReason r);  // "op_not_supported", as printed in the reports
+const char* FallbackReasonText(FallbackReason r);  // one line: what it means
+std::span<const FallbackReason> AllFallbackReasons();  // every value, in declaration order
+
 struct NodeResult {
   std::string name, op_type, domain, graph;  // graph: "" main, else subgraph path
   int64_t opset = 0;
   Placement placement = Placement::kCpu;
-  std::string reason;   // "" on the accelerator; op_not_supported, attribute_not_supported, ...
+  std::optional<FallbackReason> reason;  // empty on the accelerator
   std::string detail;   // human text: "mode=linear not in [nearest]"
   std::vector<std::string> in_desc, out_desc;  // "name float32[1,3,320,320]"
+  std::string ReasonCode() const { return reason ? FallbackReasonCode(*reason) : ""; }
 };
 
 struct Transition {
