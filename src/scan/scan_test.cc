@@ -42,9 +42,11 @@ void CheckTotals(const ScanReport& r, size_t n_nodes, const std::string& what) {
   EXPECT_EQ(sum, r.bytes) << what;
   EXPECT_EQ(unknown, r.unknown_transitions) << what;
   for (const auto& n : r.nodes) {
-    if (n.placement == Placement::kCpu) EXPECT_TRUE(n.reason && n.reason != FallbackReason::kConstant) << what << ": " << n.name;
-    if (n.placement == Placement::kAccel) EXPECT_FALSE(n.reason.has_value()) << what << ": " << n.name;
-    if (n.placement == Placement::kFolded) EXPECT_EQ(n.reason, FallbackReason::kConstant) << what << ": " << n.name;
+    switch (n.placement) {
+      case Placement::kCpu: EXPECT_TRUE(n.reason && n.reason != FallbackReason::kConstant) << what << ": " << n.name; break;
+      case Placement::kAccel: EXPECT_FALSE(n.reason.has_value()) << what << ": " << n.name; break;
+      case Placement::kFolded: EXPECT_EQ(n.reason, FallbackReason::kConstant) << what << ": " << n.name; break;
+    }
   }
   if (r.n_accel == 0) EXPECT_EQ(r.partitions, 0) << what;
   else EXPECT_GE(r.partitions, 1) << what;
