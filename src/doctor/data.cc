@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -241,23 +242,39 @@ Result<DataReport> CheckTree(const DataOptions& opt) {
 std::string ManifestText(const DataReport& r) {
   std::string s;
   for (const auto& f : r.files)
-    if (!f.sha256.empty()) s += f.sha256 + "  " + f.path + "\n";
+    if (!f.sha256.empty()) s += Sha256SumLine(f.sha256, f.path);
   return s;
 }
 
 Status VerifyAgainst(const std::string& manifest_path, DataReport* r) {
-  std::ifstream in(manifest_path);
+  std::ifstream in(manifest_path, std::ios::binary);
   if (!in) return IoError(manifest_path + ": cannot open manifest");
-  std::map<std::string, std::string> want;
-  std::string line;
-  int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.empty()) continue;
-    if (line.size() < 66 || (line[64] != ' ') || (line[65] != ' ' && line[65] != '*'))
-      return Corrupt(manifest_path + ":" + std::to_string(lineno) + ": not a sha256sum line");
-    want[line.substr(66)] = line.substr(0, 64);
-  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  ChecksumList list = ParseSha256Sums(ss.str());
+  // As sha256sum -c: a list with no usable line is an error; bad lines beside good ones are
+  // reported (file and line) and the good lines are still checked.
+  if (list.entries.empty())
+    return Corrupt(manifest_path + ": no properly formatted SHA256 checksum lines found" +
+                   (list.problems.empty() ? std::string()
+                                          : " (line " + std::to_string(list.problems[0].line) + ": " +
+                                                list.problems[0].message + ")"));
+  // Names are relative to the directory sha256sum -c runs in (the root); "./a" and "a//b" are
+  // the same file as "a" and "a/b".
+  std::error_code ec0;
+  const fs::path root_abs = fs::weakly_canonical(r->root, ec0);
+  auto tree_path = [&](const std::string& listed) {
+    fs::path p(listed);
+    if (p.is_absolute()) {
+      std::error_code ec;
+      std::string rel = fs::weakly_canonical(p, ec).lexically_relative(root_abs).generic_string();
+      return rel.empty() || rel.rfind("..", 0) == 0 ? listed : rel;
+    }
+    std::string n = p.lexically_normal().generic_string();
+    return n.empty() ? listed : n;
+  };
+  std::multimap<std::string, const ChecksumEntry*> want;
+  for (const auto& e : list.entries) want.emplace(tree_path(e.path), &e);
   // The manifest itself may live in the tree; it is not an unexpected file.
   std::error_code ec;
   std::string self;
@@ -266,24 +283,42 @@ Status VerifyAgainst(const std::string& manifest_path, DataReport* r) {
   if (!rel.empty() && rel.rfind("..", 0) != 0) self = rel;
   std::map<std::string, FileReport*> have;
   for (auto& f : r->files) have[f.path] = &f;
-  for (auto& [path, hex] : want) {
+  // Reports for files not in the tree go to `ghosts`, appended at the end: pushing into r->files
+  // here would move the reports `have` points to.
+  std::vector<FileReport> ghosts;
+  std::set<std::string> reported_missing;
+  for (auto& [path, e] : want) {
     auto it = have.find(path);
     if (it == have.end()) {
-      Finding f = Note("missing", Severity::kError, "listed in the manifest but not in the tree");
+      if (!reported_missing.insert(path).second) continue;
+      Finding f = Note("missing", Severity::kError,
+                       "listed in the manifest (line " + std::to_string(e->line) + ") but not in the tree");
       f.path = path;
       FileReport ghost;
       ghost.path = path;
       ghost.findings.push_back(f);
-      r->files.push_back(std::move(ghost));
+      ghosts.push_back(std::move(ghost));
       continue;
     }
-    if (it->second->sha256 != hex) {
+    if (it->second->sha256 != e->hex) {
       Finding f = Note("hash-mismatch", Severity::kError,
-                       "SHA-256 " + it->second->sha256 + " differs from the manifest's " + hex +
-                           " (changed or corrupted in transfer)");
+                       "SHA-256 " + it->second->sha256 + " differs from the manifest's " + e->hex + " (line " +
+                           std::to_string(e->line) + "; changed or corrupted in transfer)");
       f.path = path;
       it->second->findings.push_back(f);
     }
+  }
+  // Lines sha256sum -c warns about ("improperly formatted"): a finding on the manifest, by line.
+  FileReport manifest_ghost;
+  manifest_ghost.path = self.empty() ? manifest_path : self;
+  FileReport* manifest_report = !self.empty() && have.count(self) ? have[self] : &manifest_ghost;
+  for (const auto& p : list.problems) {
+    Finding f = Note("checksum-line-invalid", Severity::kWarning,
+                     p.message + "; sha256sum -c skips this line, so no file is checked by it");
+    f.path = manifest_report->path;
+    f.line = p.line;
+    f.column = 1;
+    manifest_report->findings.push_back(f);
   }
   for (auto& f : r->files) {
     if (want.count(f.path) || f.path == self || f.path == self + ".json") continue;
@@ -291,6 +326,8 @@ Status VerifyAgainst(const std::string& manifest_path, DataReport* r) {
     x.path = f.path;
     f.findings.push_back(x);
   }
+  if (!manifest_ghost.findings.empty()) ghosts.push_back(std::move(manifest_ghost));
+  for (auto& g : ghosts) r->files.push_back(std::move(g));
   std::sort(r->files.begin(), r->files.end(),
             [](const FileReport& a, const FileReport& b) { return a.path < b.path; });
   return Status::Ok();
@@ -442,8 +479,10 @@ int RunData(const DataCommand& cmd) {
   std::map<std::string, int> by_format, by_finding;
   std::map<std::string, std::pair<int, int>> fmt_ok;  // format -> files, files with findings
   for (const auto& f : rep.files) {
-    std::string fmt = f.size == 0 && f.content == Format::kUnknown && f.findings.size() && f.findings[0].code == "missing"
-                          ? "missing" : FormatName(f.content);
+    const bool ghost = f.size == 0 && f.content == Format::kUnknown && f.findings.size();
+    std::string fmt = ghost && f.findings[0].code == "missing"                 ? "missing"
+                      : ghost && f.findings[0].code == "checksum-line-invalid" ? "manifest"
+                                                                               : FormatName(f.content);
     by_format[fmt]++;
     bool any = false;
     for (const auto& x : f.findings) {

@@ -14,7 +14,9 @@ const char* SeverityName(Severity s);
 //   extension-mismatch, truncated, corrupt, unsupported-variant, empty, not-an-image,
 //   exceeds-hw-decoder, no-decoder, decoder-warning,
 //   encoding-not-utf8, encoding-undecidable, invalid-bytes, gb18030-version-sensitive, bom,
-//   hash-mismatch, missing, unexpected, unreadable
+//   hash-mismatch, missing, unexpected, unreadable,
+//   checksum-line-invalid (a manifest / .sha256 line sha256sum -c calls improperly formatted; file and line),
+//   checksum-not-listed (a MODEL.sha256 that lists other files, not the model)
 struct Finding {
   std::string path;      // relative to the scanned root
   std::string code;
