@@ -68,6 +68,16 @@ Finding Note(const std::string& code, Severity sev, std::string msg) {
   return f;
 }
 
+// What --fix needs of a text conversion: the UTF-8 (only when it differs from the input) and the
+// counts its log reports.
+void KeepConversion(const DataOptions& opt, Conversion* conv, FileReport* r) {
+  r->bad_sequences = conv->bad.size();
+  r->repaired_lines.clear();
+  for (const auto& l : conv->repaired) r->repaired_lines.push_back(l.line);
+  const bool changed = r->text.encoding != "UTF-8" || r->text.bom_bytes || !conv->bad.empty() || !conv->repaired.empty();
+  if (opt.keep_text && changed) r->utf8 = std::move(conv->utf8);
+}
+
 // Everything about one file that does not need its neighbours.
 void CheckOne(const std::string& abs, FileReport* r, const DataOptions& opt, std::vector<uint8_t>* buf) {
   if (!ReadAll(abs, buf)) {
@@ -135,8 +145,7 @@ void CheckOne(const std::string& abs, FileReport* r, const DataOptions& opt, std
     if (r->text.how == "undecidable") return;  // decided after the folder vote
     Conversion conv;
     for (auto& f : TextFindings(d, n, r->text, &conv)) r->findings.push_back(std::move(f));
-    if (opt.keep_text && (r->text.encoding != "UTF-8" || r->text.bom_bytes || !conv.bad.empty()))
-      r->utf8 = std::move(conv.utf8);
+    KeepConversion(opt, &conv, r);
   }
 }
 
@@ -174,7 +183,7 @@ void VoteAndFinish(const DataOptions& opt, DataReport* rep) {
     }
     Conversion conv;
     for (auto& x : TextFindings(buf.data(), buf.size(), f.text, &conv)) f.findings.push_back(std::move(x));
-    if (opt.keep_text && !f.text.encoding.empty()) f.utf8 = std::move(conv.utf8);
+    if (!f.text.encoding.empty()) KeepConversion(opt, &conv, &f);
   }
 }
 
@@ -367,6 +376,10 @@ nlohmann::json ToJson(const DataReport& r, const std::map<std::string, int>& by_
       it["encoding_by"] = f.text.how;
       it["detector_said"] = f.text.detector_said;
       it["candidates"] = f.text.candidates;
+      if (!f.text.secondary.empty()) {
+        it["secondary_encoding"] = f.text.secondary;
+        it["secondary_lines"] = f.repaired_lines;
+      }
     }
     if (!f.sha256.empty()) it["sha256"] = f.sha256;
     items.push_back(std::move(it));
@@ -416,10 +429,16 @@ std::vector<std::string> WriteFixes(const DataReport& r, const std::string& out_
     std::string what;
     if (reencode) {
       ok = WriteFile(dst, f.utf8.data(), f.utf8.size());
-      size_t bad = 0;
-      for (const auto& x : f.findings) bad += x.code == "invalid-bytes";
-      what = "re-encoded " + f.text.encoding + (f.text.bom_bytes ? " (BOM dropped)" : "") + " -> UTF-8" +
-             (bad ? ", " + std::to_string(bad) + " bad sequence(s) -> U+FFFD" : "");
+      const size_t bad = f.bad_sequences;
+      what = "re-encoded " + f.text.encoding + (f.text.bom_bytes ? " (BOM dropped)" : "") + " -> UTF-8";
+      if (!f.repaired_lines.empty()) {
+        // Every repaired line by number: the log is what a reviewer checks the output against.
+        std::string ls;
+        for (int64_t l : f.repaired_lines) ls += (ls.empty() ? "" : ", ") + std::to_string(l);
+        what += ", " + std::to_string(f.repaired_lines.size()) + " line(s) decoded as " + f.text.secondary +
+                " (lossless, round trip checked): lines " + ls;
+      }
+      if (bad) what += ", " + std::to_string(bad) + " bad sequence(s) -> U+FFFD";
     } else if (rw || jpeg_baseline) {
       ok = ReadAll(r.root + "/" + f.path, &buf);
       auto res = rw ? JpegResizeToFit(buf.data(), buf.size(), rw, rh) : JpegToBaseline(buf.data(), buf.size());

@@ -220,3 +220,33 @@ TEST(Data, FixReencodesJpegsForTheHardwareDecoder) {
 
 }  // namespace
 }  // namespace edgedecode::doctor
+
+namespace edgedecode::doctor {
+namespace {
+
+// --fix on a UTF-8 label file with a few GBK lines: those lines are decoded as GBK, not replaced
+// by U+FFFD, and the log names every repaired line.
+TEST(Data, FixDecodesGbkLinesOfAUtf8File) {
+  testing::TempDir t, o;
+  std::string utf8, file;
+  for (int i = 1; i <= 30; ++i) {
+    std::string line = std::to_string(i) + (i == 4 || i == 11 ? " 自行车 行人 卡车" : " 交通信号灯 停车标志 公共汽车");
+    utf8 += line + "\n";
+    file += (i == 4 || i == 11 ? Gbk(line) : line) + "\n";
+  }
+  testing::WriteBytes(t / "labels.txt", file);
+  DataCommand cmd;
+  cmd.opt.root = t.path;
+  cmd.fix = true;
+  cmd.out_dir = o / "fixed";
+  EXPECT_EQ(RunData(cmd), 1);
+  auto out = testing::ReadBytes(o / "fixed/labels.txt");
+  EXPECT_EQ(std::string(out.begin(), out.end()), utf8);
+  auto log = testing::ReadBytes(o / "fixed/doctor-fixes.log");
+  const std::string l(log.begin(), log.end());
+  EXPECT_NE(l.find("2 line(s) decoded as GB18030 (lossless, round trip checked): lines 4, 11"), std::string::npos) << l;
+  EXPECT_EQ(l.find("U+FFFD"), std::string::npos) << l;
+}
+
+}  // namespace
+}  // namespace edgedecode::doctor

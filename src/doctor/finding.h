@@ -14,6 +14,7 @@ const char* SeverityName(Severity s);
 //   extension-mismatch, truncated, corrupt, unsupported-variant, empty, not-an-image,
 //   exceeds-hw-decoder, no-decoder, decoder-warning,
 //   encoding-not-utf8, encoding-undecidable, invalid-bytes, gb18030-version-sensitive, bom,
+//   mixed-encoding (a line of a UTF-8 file in another encoding; --fix decodes it losslessly),
 //   hash-mismatch, missing, unexpected, unreadable,
 //   checksum-line-invalid (a manifest / .sha256 line sha256sum -c calls improperly formatted; file and line),
 //   checksum-not-listed (a MODEL.sha256 that lists other files, not the model)
