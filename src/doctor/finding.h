@@ -18,6 +18,13 @@ const char* SeverityName(Severity s);
 //   hash-mismatch, missing, unexpected, unreadable,
 //   checksum-line-invalid (a manifest / .sha256 line sha256sum -c calls improperly formatted; file and line),
 //   checksum-not-listed (a MODEL.sha256 that lists other files, not the model)
+// `doctor env --model`: model-corrupt, model-unreadable, hash-mismatch, checksum-line-invalid, checksum-not-listed.
+// `doctor env --oci` (oci.h): oci-layout-missing, oci-layout-invalid, index-invalid, unknown-media-type,
+//   digest-invalid, digest-path-traversal, blob-missing, size-mismatch, digest-mismatch, manifest-invalid,
+//   platform-incomplete, subject-missing, orphan-blob, symlink-loop.
+// `doctor env --referrers-response` (ReferrersVerdict::code): referrers-ok, referrers-html,
+//   referrers-login-redirect, referrers-redirect, referrers-auth, referrers-not-found,
+//   referrers-not-acceptable, referrers-not-index, referrers-unreadable.
 struct Finding {
   std::string path;      // relative to the scanned root
   std::string code;
