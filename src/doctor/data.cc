@@ -120,7 +120,9 @@ void CheckOne(const std::string& abs, FileReport* r, const DataOptions& opt, std
         c.findings.push_back(Note("corrupt", Severity::kError, "signature not recognised, yet decodes as " + std::string(FormatName(decode_as))));
     }
     for (auto& f : c.findings) r->findings.push_back(std::move(f));
-    if (opt.hw && r->image.width > 0) {
+    // Always, not only for images with known dimensions: a format the target cannot decode at all is
+    // the same finding whether or not this build has a decoder for it (HEIF) or could read its size.
+    if (opt.hw) {
       for (auto& f : CheckAgainstHw(r->image, *opt.hw)) r->findings.push_back(std::move(f));
     }
     return;

@@ -250,3 +250,49 @@ TEST(Data, FixDecodesGbkLinesOfAUtf8File) {
 
 }  // namespace
 }  // namespace edgedecode::doctor
+
+namespace edgedecode::doctor {
+namespace {
+
+// Every format the profile's decoder does not list gets the same finding and severity, whether or
+// not this build can decode it (HEIF has no decoder here; WebP does; PNG did before).
+TEST(Data, UnlistedFormatsSameRuleOnAJpegOnlyDecoder) {
+  testing::TempDir t;
+  testing::WriteBytes(t / "a.png", testing::ReadBytes(testing::Testdata("images/pillow/hopper.png")));
+  testing::WriteBytes(t / "b.webp", testing::ReadBytes(testing::Testdata("images/pillow/hopper.webp")));
+  testing::WriteBytes(t / "c.webp", testing::ReadBytes(testing::Testdata("images/pillow/anim_frame1.webp")));
+  testing::WriteBytes(t / "d.webp", testing::ReadBytes(testing::Testdata("images/mitra/webpl.webp")));
+  // A minimal HEIF: an ISO BMFF ftyp box with the heic brand (no decoder in this build).
+  std::string heic("\0\0\0\x18" "ftypheic\0\0\0\0mif1heic", 24);
+  heic += std::string("\0\0\0\x08" "mdat", 8);
+  testing::WriteBytes(t / "e.heic", heic);
+  testing::WriteBytes(t / "f.jpg", testing::ReadBytes(testing::Testdata("images/pillow/hopper.jpg")));
+  DataCommand cmd;
+  cmd.opt.root = t.path;
+  auto hw = LoadHwDecoder("rk3588-npu");
+  ASSERT_TRUE(hw.ok()) << hw.status().message();
+  cmd.opt.hw = hw.value();
+  auto r = CheckTree(cmd.opt);
+  ASSERT_TRUE(r.ok());
+  std::map<std::string, Severity> sev;
+  for (const auto& f : r.value().files)
+    for (const auto& x : f.findings)
+      if (x.code == "exceeds-hw-decoder") sev[f.path] = x.severity;
+  for (const char* p : {"a.png", "b.webp", "c.webp", "d.webp", "e.heic"}) {
+    ASSERT_TRUE(sev.count(p)) << p << " has no exceeds-hw-decoder finding";
+    EXPECT_EQ(sev[p], Severity::kError) << p;
+  }
+  EXPECT_EQ(sev.count("f.jpg"), 0u);
+  EXPECT_EQ(RunData(cmd), 1);
+  // Only the HEIF: still exit 1 (it was an info note and exit 0).
+  testing::TempDir h;
+  testing::WriteBytes(h / "only.heic", heic);
+  cmd.opt.root = h.path;
+  EXPECT_EQ(RunData(cmd), 1);
+  // A profile that lists HEIF: the no-decoder note alone, exit 0.
+  cmd.opt.hw->formats.insert("heif");
+  EXPECT_EQ(RunData(cmd), 0);
+}
+
+}  // namespace
+}  // namespace edgedecode::doctor
