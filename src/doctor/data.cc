@@ -407,11 +407,23 @@ bool WriteFile(const fs::path& p, const void* data, size_t n) {
   return static_cast<bool>(out);
 }
 
+// Findings that mean the file's content is damaged (not merely unsuitable for the target).
+bool Damaged(const FileReport& f, std::string* why) {
+  for (const auto& x : f.findings)
+    if (x.code == "truncated" || x.code == "corrupt" || x.code == "empty") {
+      *why = x.code + ": " + x.message;
+      return true;
+    }
+  return false;
+}
+
 // Writes fixed copies under out_dir; never touches the input tree. Returns the change log lines.
-std::vector<std::string> WriteFixes(const DataReport& r, const std::string& out_dir) {
+// A rewrite of a damaged image is refused (a fix-refused finding on the file): the decoders fill
+// what is lost, so the rewritten copy would check clean while its lost rows are garbage.
+std::vector<std::string> WriteFixes(DataReport& r, const std::string& out_dir) {
   std::vector<std::string> log;
   std::vector<uint8_t> buf;
-  for (const auto& f : r.files) {
+  for (auto& f : r.files) {
     std::string target = f.path;
     bool rename = false, reencode = false, jpeg_baseline = false;
     int64_t rw = 0, rh = 0;
@@ -425,6 +437,19 @@ std::vector<std::string> WriteFixes(const DataReport& r, const std::string& out_
     }
     if (f.is_text && !f.utf8.empty()) reencode = true;
     if (!rename && !reencode && !jpeg_baseline && !rw) continue;
+    std::string damage;
+    if ((jpeg_baseline || rw) && Damaged(f, &damage)) {
+      Finding x = Note("fix-refused", Severity::kWarning,
+                       "--fix does not rewrite a damaged image (" + damage + "): the copy would check clean while "
+                       "the lost part is filled in; recover the original instead" +
+                           (rename ? "; copied unchanged under the extension of its content" : ""));
+      x.path = f.path;
+      f.findings.push_back(x);
+      log.push_back(f.path + ": REFUSED to rewrite for the target (" + damage + ")");
+      jpeg_baseline = false;
+      rw = 0;
+      if (!rename) continue;
+    }
     if (rename) target = Renamed(f.path, FormatExtension(f.content));
     fs::path dst = fs::path(out_dir) / target;
     bool ok;
@@ -444,6 +469,12 @@ std::vector<std::string> WriteFixes(const DataReport& r, const std::string& out_
     } else if (rw || jpeg_baseline) {
       ok = ReadAll(r.root + "/" + f.path, &buf);
       auto res = rw ? JpegResizeToFit(buf.data(), buf.size(), rw, rh) : JpegToBaseline(buf.data(), buf.size());
+      if (ok && !res.ok() && res.status().code() == StatusCode::kCorrupt) {
+        // jpeg_fix found damage the decode did not report: refuse, as above.
+        Finding x = Note("fix-refused", Severity::kWarning, "--fix refused: " + res.status().message());
+        x.path = f.path;
+        f.findings.push_back(x);
+      }
       if (ok && res.ok()) {
         ok = WriteFile(dst, res.value().data(), res.value().size());
         what = rw ? "resized to fit " + std::to_string(rw) + "x" + std::to_string(rh) +
@@ -495,8 +526,15 @@ int RunData(const DataCommand& cmd) {
       return st.code() == StatusCode::kIoError ? 3 : 2;
     }
   }
-  // Drop the manifest we are about to write from our own listing concerns: nothing to do; it is
-  // written after the walk.
+  // Fixes first: a refused fix is a finding, and findings are printed and counted below.
+  std::vector<std::string> fix_log;
+  if (cmd.fix) {
+    fix_log = WriteFixes(rep, cmd.out_dir);
+    std::string text;
+    for (auto& l : fix_log) text += l + "\n";
+    fs::create_directories(cmd.out_dir);
+    WriteFile(fs::path(cmd.out_dir) / "doctor-fixes.log", text.data(), text.size());
+  }
   std::map<std::string, int> by_format, by_finding;
   std::map<std::string, std::pair<int, int>> fmt_ok;  // format -> files, files with findings
   for (const auto& f : rep.files) {
@@ -549,15 +587,9 @@ int RunData(const DataCommand& cmd) {
     std::printf("\nmanifest: %s (sha256sum -c compatible, run from %s) and %s.json\n", cmd.manifest_path.c_str(),
                 rep.root.c_str(), cmd.manifest_path.c_str());
   }
-  if (cmd.fix) {
-    auto log = WriteFixes(rep, cmd.out_dir);
-    std::string text;
-    for (auto& l : log) text += l + "\n";
-    fs::create_directories(cmd.out_dir);
-    WriteFile(fs::path(cmd.out_dir) / "doctor-fixes.log", text.data(), text.size());
-    std::printf("\nfix: %zu file(s) written to %s; log in %s/doctor-fixes.log (originals untouched)\n", log.size(),
-                cmd.out_dir.c_str(), cmd.out_dir.c_str());
-  }
+  if (cmd.fix)
+    std::printf("\nfix: %zu log line(s) for files written to %s; log in %s/doctor-fixes.log (originals untouched)\n",
+                fix_log.size(), cmd.out_dir.c_str(), cmd.out_dir.c_str());
   for (const auto& f : rep.files)
     for (const auto& x : f.findings)
       if (x.severity != Severity::kInfo) return 1;

@@ -4,10 +4,13 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "doctor/hash.h"
+#include "doctor/jpeg_fix.h"
 #include "doctor/test_util.h"
 
 namespace edgedecode::doctor {
@@ -292,6 +295,71 @@ TEST(Data, UnlistedFormatsSameRuleOnAJpegOnlyDecoder) {
   // A profile that lists HEIF: the no-decoder note alone, exit 0.
   cmd.opt.hw->formats.insert("heif");
   EXPECT_EQ(RunData(cmd), 0);
+}
+
+}  // namespace
+}  // namespace edgedecode::doctor
+
+namespace edgedecode::doctor {
+namespace {
+
+// A fix may never turn a damaged file into one that checks clean.
+TEST(Data, FixRefusesToHideDamage) {
+  auto prog = testing::ReadBytes(testing::Testdata("images/pillow/app13-multiple.progressive.jpg"));
+  // Its SOF2 is at byte 65690 (an APP13 thumbnail comes first): cut inside the progressive scans.
+  std::vector<uint8_t> cut_prog(prog.begin(), prog.begin() + prog.size() * 95 / 100);
+  auto cut_base = testing::ReadBytes(testing::Testdata("images/pillow/truncated_jpeg.jpg"));
+  // The library refuses on its own: libjpeg only warns on these and fills the gap with grey.
+  auto t1 = JpegToBaseline(cut_prog.data(), cut_prog.size());
+  ASSERT_FALSE(t1.ok());
+  EXPECT_NE(t1.status().message().find("damaged"), std::string::npos) << t1.status().message();
+  auto t2 = JpegResizeToFit(cut_base.data(), cut_base.size(), 16, 16);
+  ASSERT_FALSE(t2.ok());
+  EXPECT_TRUE(JpegToBaseline(prog.data(), prog.size()).ok());  // the whole file still transcodes
+
+  testing::TempDir t, o;
+  testing::WriteBytes(t / "cut_prog.jpg", cut_prog);
+  testing::WriteBytes(t / "cut_base.jpg", cut_base);
+  testing::WriteBytes(t / "cut_named.png", cut_prog);  // damaged and misnamed: copied, not rewritten
+  testing::WriteBytes(t / "good_prog.jpg", prog);
+  DataCommand cmd;
+  cmd.opt.root = t.path;
+  HwDecoder hw;
+  hw.target = "npu";
+  hw.progressive = false;
+  hw.max_width = hw.max_height = 32;
+  cmd.opt.hw = hw;
+  cmd.fix = true;
+  cmd.out_dir = o / "fixed";
+  cmd.json_path = o / "report.json";
+  EXPECT_EQ(RunData(cmd), 1);
+  auto js = testing::ReadBytes(o / "report.json");
+  const std::string report(js.begin(), js.end());
+  std::set<std::string> refused;
+  const nlohmann::json parsed = nlohmann::json::parse(report);
+  for (const auto& x : parsed["findings"])
+    if (x["code"] == "fix-refused") refused.insert(x["path"].get<std::string>());
+  EXPECT_EQ(refused, (std::set<std::string>{"cut_base.jpg", "cut_named.png", "cut_prog.jpg"}));
+  EXPECT_FALSE(fs::exists(o / "fixed/cut_prog.jpg"));
+  EXPECT_FALSE(fs::exists(o / "fixed/cut_base.jpg"));
+  // The misnamed one is copied byte for byte under its content's extension: still damaged.
+  ASSERT_TRUE(fs::exists(o / "fixed/cut_named.jpg"));
+  EXPECT_EQ(testing::ReadBytes(o / "fixed/cut_named.jpg"), cut_prog);
+  // The undamaged progressive file is rewritten, and whatever was written never checks clean if
+  // its source was damaged.
+  EXPECT_TRUE(fs::exists(o / "fixed/good_prog.jpg"));
+  DataOptions again;
+  again.root = o / "fixed";
+  auto r = CheckTree(again);
+  ASSERT_TRUE(r.ok());
+  for (const auto& f : r.value().files) {
+    if (f.path != "cut_named.jpg") continue;
+    bool flagged = false;
+    for (const auto& x : f.findings) flagged |= x.code == "truncated" || x.code == "corrupt";
+    EXPECT_TRUE(flagged);
+  }
+  auto log = testing::ReadBytes(o / "fixed/doctor-fixes.log");
+  EXPECT_NE(std::string(log.begin(), log.end()).find("cut_prog.jpg: REFUSED"), std::string::npos);
 }
 
 }  // namespace
