@@ -432,7 +432,7 @@ std::vector<std::string> WriteFixes(DataReport& r, const std::string& out_dir) {
       if (x.code == "exceeds-hw-decoder" && f.content == Format::kJpeg) {
         long long w, h;
         if (std::sscanf(x.fix.c_str(), "resize to %lldx%lld", &w, &h) == 2) { rw = w; rh = h; }
-        else if (x.fix.rfind("re-encode", 0) == 0) jpeg_baseline = true;
+        else if (x.fix == "re-encode as baseline JPEG" || x.fix == "re-encode with Huffman coding") jpeg_baseline = true;
       }
     }
     if (f.is_text && !f.utf8.empty()) reencode = true;

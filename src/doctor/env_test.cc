@@ -187,6 +187,21 @@ TEST(Oci, GoJsonStrictness) {
     EXPECT_TRUE(HasMsg(r, "index-invalid", e.message)) << e.what << "\n" << Dump(r);
     EXPECT_TRUE(HasMsg(r, "index-invalid", "Go's encoding/json")) << e.what;
   }
+  {
+    // null is Go's zero value, not a wrong type: no finding for the index, and never an exception.
+    TempDir t;
+    Layout l = MakeLayout(t.path);
+    json m = {{"schemaVersion", nullptr}, {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+              {"config", l.config}, {"layers", json::array({l.layer})}, {"annotations", nullptr}};
+    json md = Blob(t.path, "application/vnd.oci.image.manifest.v1+json", m.dump());
+    md["platform"] = {{"os", "linux"}, {"architecture", "amd64"}, {"variant", nullptr}};
+    WriteBytes(t / "index.json", json({{"schemaVersion", 2}, {"mediaType", nullptr}, {"annotations", nullptr},
+                                       {"manifests", json::array({md})}}).dump());
+    OciReport r;
+    EXPECT_NO_THROW(r = CheckOciLayout(t.path));
+    for (auto& f : r.findings) EXPECT_NE(f.code, "index-invalid") << Dump(r);
+    EXPECT_TRUE(HasMsg(r, "manifest-invalid", "schemaVersion is not 2")) << Dump(r);
+  }
   // Inside a manifest blob: the platform is incomplete, with the field named.
   TempDir t;
   Layout l = MakeLayout(t.path);

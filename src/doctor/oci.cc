@@ -286,7 +286,9 @@ struct Walker {
     }
     ++rep.manifests;
     bool ok = true;
-    if (m.value("schemaVersion", 0) != 2) { Add("manifest-invalid", Severity::kError, rel, "schemaVersion is not 2"); ok = false; }
+    // Types are checked, but null is allowed (Go's zero value), which .value() would throw on.
+    if (!m.contains("schemaVersion") || !m["schemaVersion"].is_number_integer() || m["schemaVersion"] != 2)
+      Add("manifest-invalid", Severity::kWarning, rel, "schemaVersion is not 2 (image-spec requires 2; containerd does not check it)");
     // An artifact (image-spec 1.1: artifactType, or a config that is not an image config) may carry
     // config and layers of any media type.
     const bool artifact = m.contains("artifactType") ||
@@ -328,7 +330,7 @@ struct Walker {
       if (d.is_object() && d.contains("platform") && d["platform"].is_object()) {
         const json& p = d["platform"];
         plat = Str(p, "os", "?") + "/" + Str(p, "architecture", "?");
-        if (p.contains("variant")) plat += "/" + Str(p, "variant", "");
+        if (!Str(p, "variant", "").empty()) plat += "/" + Str(p, "variant", "");
       }
       size_t before = rep.findings.size();
       bool ok = Manifest(d, where + " manifests[" + std::to_string(i) + "]", depth, plat);
@@ -377,7 +379,7 @@ struct Walker {
       Add("index-invalid", Severity::kError, "index.json", e + kGoRejects);
       return;
     }
-    if (idx.contains("mediaType") && idx["mediaType"] != kIndex)
+    if (idx.contains("mediaType") && idx["mediaType"].is_string() && idx["mediaType"] != kIndex)
       Add("index-invalid", Severity::kError, "index.json", "mediaType is '" + idx["mediaType"].dump() + "', not an image index");
     Index(idx, "index.json", 0);
     for (auto& [where, dg] : pending_subjects)
@@ -425,7 +427,8 @@ ReferrersVerdict ClassifyReferrersResponse(const std::string& path) {
   std::string raw;
   if (!Slurp(path, &raw)) {
     v.code = "referrers-unreadable";
-    v.message = path + ": cannot read (" + FileProblem(path) + ")";
+    const std::string why = FileProblem(path);
+    v.message = path + ": cannot read" + (why.empty() ? std::string() : " (" + why + ")");
     return v;
   }
   // Read the transcript as the client did: interim 1xx replies are skipped and each redirect that
