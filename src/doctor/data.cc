@@ -465,7 +465,8 @@ std::vector<std::string> WriteFixes(DataReport& r, const std::string& out_dir) {
         what += ", " + std::to_string(f.repaired_lines.size()) + " line(s) decoded as " + f.text.secondary +
                 " (lossless, round trip checked): lines " + ls;
       }
-      if (bad) what += ", " + std::to_string(bad) + " bad sequence(s) -> U+FFFD";
+      // Lost bytes cannot be recovered: the copy is partial, and its U+FFFD are flagged when checked.
+      if (bad) what += ", PARTIAL: " + std::to_string(bad) + " bad sequence(s) -> U+FFFD (replacement-character when checked)";
     } else if (rw || jpeg_baseline) {
       ok = ReadAll(r.root + "/" + f.path, &buf);
       auto res = rw ? JpegResizeToFit(buf.data(), buf.size(), rw, rh) : JpegToBaseline(buf.data(), buf.size());

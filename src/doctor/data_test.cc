@@ -364,3 +364,36 @@ TEST(Data, FixRefusesToHideDamage) {
 
 }  // namespace
 }  // namespace edgedecode::doctor
+
+namespace edgedecode::doctor {
+namespace {
+
+// --fix of a text file with bytes that cannot be recovered: the copy is marked PARTIAL in the log
+// and its U+FFFD are flagged when the copy is checked: it never checks clean.
+TEST(Data, FixedTextWithLostBytesNeverChecksClean) {
+  testing::TempDir t, o;
+  std::string text;
+  for (int i = 0; i < 20; ++i) text += "交通信号灯 停车标志\n";
+  text.insert(text.find("停车"), "\xFF");
+  testing::WriteBytes(t / "labels.txt", text);
+  DataCommand cmd;
+  cmd.opt.root = t.path;
+  cmd.fix = true;
+  cmd.out_dir = o / "fixed";
+  EXPECT_EQ(RunData(cmd), 1);
+  auto log = testing::ReadBytes(o / "fixed/doctor-fixes.log");
+  EXPECT_NE(std::string(log.begin(), log.end()).find("PARTIAL: 1 bad sequence"), std::string::npos);
+  DataOptions again;
+  again.root = o / "fixed";
+  auto r = CheckTree(again);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r.value().files.size(), 2u);  // labels.txt and the log
+  bool flagged = false;
+  for (const auto& f : r.value().files)
+    for (const auto& x : f.findings)
+      if (f.path == "labels.txt" && x.code == "replacement-character") flagged = x.line == 1 && x.column == 7;
+  EXPECT_TRUE(flagged);
+}
+
+}  // namespace
+}  // namespace edgedecode::doctor

@@ -16,6 +16,7 @@ const char* SeverityName(Severity s);
 //   encoding-not-utf8, encoding-undecidable, invalid-bytes, gb18030-version-sensitive, bom,
 //   mixed-encoding (a line of a UTF-8 file in another encoding; --fix decodes it losslessly),
 //   fix-refused (--fix would have rewritten a damaged image into a copy that checks clean),
+//   replacement-character (U+FFFD in UTF-8 text: bytes lost by an earlier conversion),
 //   hash-mismatch, missing, unexpected, unreadable,
 //   checksum-line-invalid (a manifest / .sha256 line sha256sum -c calls improperly formatted; file and line),
 //   checksum-not-listed (a MODEL.sha256 that lists other files, not the model)

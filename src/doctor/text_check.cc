@@ -567,6 +567,31 @@ std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection
     f->column = b.column;
   }
   if (!conv.error.empty()) add("encoding-not-utf8", Severity::kError, conv.error);
+  if (d.encoding == "UTF-8") {
+    // U+FFFD already in the text: an earlier lossy conversion (ours with --fix included) lost bytes
+    // here. Reported so that a repaired copy never checks clean.
+    std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> at;  // offset, (line, column)
+    int64_t line = 1, col = 1;
+    for (size_t i = d.bom_bytes; i < n; ++i) {
+      if (i + 2 < n && data[i] == 0xEF && data[i + 1] == 0xBF && data[i + 2] == 0xBD)
+        at.push_back({static_cast<int64_t>(i), {line, col}});
+      if (data[i] == '\n') { ++line; col = 1; }
+      else if ((data[i] & 0xC0) != 0x80) ++col;
+    }
+    for (size_t i = 0; i < at.size() && i < kMaxFindingsPerCode; ++i) {
+      Finding* f = add("replacement-character", Severity::kWarning,
+                       "U+FFFD (the replacement character): bytes were lost here in an earlier conversion", at[i].first);
+      f->line = at[i].second.first;
+      f->column = at[i].second.second;
+    }
+    if (at.size() > kMaxFindingsPerCode) {
+      Finding* f = add("replacement-character", Severity::kWarning,
+                       std::to_string(at.size() - kMaxFindingsPerCode) + " more U+FFFD characters (" +
+                           std::to_string(at.size()) + " in all)", at[kMaxFindingsPerCode].first);
+      f->line = at[kMaxFindingsPerCode].second.first;
+      f->column = at[kMaxFindingsPerCode].second.second;
+    }
+  }
   auto gb = [](const std::string& e) { return e == "GB18030" || e == "GBK" || e == "GB2312"; };
   if (gb(d.encoding) || (mixed && gb(conv.secondary))) {
     std::vector<int64_t> at;
