@@ -25,11 +25,42 @@ TEST(RunErrors, BadModelsGiveClearErrors) {
   // A vocab-only GGUF of another architecture: named, with the supported list.
   r = RunEdgedecode("run -m " + std::string(EDGEDECODE_TESTDATA) + "/vocab/ggml-vocab-gpt-2.gguf -p hi");
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_NE(r.err.find("architecture 'gpt2' is not supported (supported: llama, qwen2)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("architecture 'gpt2' is not supported (supported: llama, qwen2, qwen3)"), std::string::npos) << r.err;
   // A llama vocab-only file has the architecture but no weights: the missing tensor is named.
   r = RunEdgedecode("run -m " + std::string(EDGEDECODE_TESTDATA) + "/vocab/ggml-vocab-llama-spm.gguf -p hi");
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("required tensor 'token_embd.weight' is missing"), std::string::npos) << r.err;
+}
+
+// Rewrites every occurrence of `from` in a file's bytes with `to` (same length, so offsets hold).
+std::string Patched(const std::string& path, const std::string& from, const std::string& to, const std::string& out) {
+  std::string b = ReadFile(path);
+  for (size_t p = b.find(from); p != std::string::npos; p = b.find(from, p + to.size())) b.replace(p, from.size(), to);
+  std::ofstream(out, std::ios::binary) << b;
+  return out;
+}
+
+TEST(RunErrors, Qwen3MissingOrMisshapedTensors) {
+  // A qwen2 file relabelled qwen3 (arch and keys): no attn_q_norm, which qwen3 needs per layer.
+  const std::string q2 = TempPath("q2.gguf");
+  ASSERT_EQ(RunEdgedecode("synth --preset qwen2-tiny --type f16 -o " + q2).exit_code, 0);
+  const std::string relabelled = Patched(q2, "qwen2", "qwen3", TempPath("q2as3.gguf"));
+  CommandResult r = RunEdgedecode("run -m " + relabelled + " -p hi -n 1");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("required tensor 'blk.0.attn_q_norm.weight' is missing (the architecture needs 32 elements)"),
+            std::string::npos) << r.err;
+  // qwen3-tiny without its attention.key_length, value_length and rope.dimension_count: head_dim falls back to dim / n_heads = 64, which the
+  // q matrix (512 rows of 128-dim heads) does not fit.
+  const std::string q3 = TempPath("q3.gguf");
+  ASSERT_EQ(RunEdgedecode("synth --preset qwen3-tiny --type f16 -o " + q3).exit_code, 0);
+  std::string nokey = Patched(q3, "attention.key_length", "attention.key_lengtX", TempPath("q3nokey.gguf"));
+  nokey = Patched(nokey, "attention.value_length", "attention.value_lengtX", nokey);
+  nokey = Patched(nokey, "rope.dimension_count", "rope.dimension_counX", nokey);
+  r = RunEdgedecode("run -m " + nokey + " -p hi -n 1");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("tensor 'blk.0.attn_q.weight' has shape 256x512, the architecture needs 256x256"), std::string::npos)
+      << r.err;
+  for (const std::string& f : {q2, relabelled, q3, nokey}) std::remove(f.c_str());
 }
 
 TEST(RunErrors, PromptLongerThanContext) {

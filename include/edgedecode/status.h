@@ -9,7 +9,7 @@
 
 namespace edgedecode {
 
-// Why an operation failed; the CLI maps codes to exit codes.
+// Why an operation failed; the CLI maps codes to exit codes (src/cli/exit_code.h, docs/cli.md).
 enum class StatusCode {
   kOk = 0,
   kInvalidArgument,  // usage / config error (exit 2)
@@ -18,6 +18,7 @@ enum class StatusCode {
   kCorrupt,          // a file that does not parse or fails validation (exit 3 where a tool says so)
   kUnsupported,      // valid input the tool does not handle (an architecture, a tensor type)
   kResourceExhausted,// would not fit in memory / context
+  kUnavailable,      // an external component the operation needs (the ONNX Runtime oracle) is missing or failed
   kInternal,
 };
 
@@ -48,6 +49,7 @@ inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m
 inline Status Corrupt(std::string m) { return {StatusCode::kCorrupt, std::move(m)}; }
 inline Status Unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
 inline Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
+inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
 // A value or the Status saying why there is none.

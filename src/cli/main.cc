@@ -13,14 +13,15 @@ struct Command {
   const char* summary;
 };
 
-// Registered subcommands. A module adds its line here when its entry point exists.
+// The subcommands, in the order of `edgedecode --help`; each is src/cli/NAME_cmd.cc.
 const Command kCommands[] = {
-    // COMMANDS-TABLE (keep this marker: helpers add lines below it)
     {"run", edgedecode::cli::RunMain, "generate text from a GGUF model (streams; timings on stderr)"},
+    {"chat", edgedecode::cli::ChatMain, "multi-turn chat in the terminal with the model's chat template (scriptable on stdin)"},
     {"logits", edgedecode::cli::LogitsMain, "teacher-forced next-token distributions (for checks against other engines)"},
     {"bench", edgedecode::cli::BenchMain, "prefill/decode speed with the bandwidth roofline"},
     {"perplexity", edgedecode::cli::PerplexityMain, "perplexity over a text file; KL divergence against saved logits"},
     {"plan", edgedecode::cli::PlanMain, "memory budget table (weights, KV cache, activations) against a device"},
+    {"info", edgedecode::cli::InfoMain, "what a GGUF model holds, what decoding it reads per token, whether this build runs it"},
     {"tokenize", edgedecode::cli::TokenizeMain, "text to token ids (and pieces)"},
     {"synth", edgedecode::cli::SynthMain, "write a model with random weights in a real architecture shape"},
     {"quantize", edgedecode::cli::QuantizeMain, "re-encode a GGUF model's tensors (f16, q8_0, q4_0, q4_k, ...)"},

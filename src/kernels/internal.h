@@ -42,6 +42,17 @@ void QuantizeQ8(GgmlType wt, const float* x, int64_t k, int8_t* qs, float* d, fl
 // the values they stand for in f. The scalar form of X86Kernels::round_to_half (and its tail).
 void RoundToHalfScalar(GgmlType wt, const float* x, int64_t n, uint16_t* h, float* f);
 
+// The scalar reference of every op (ref/ref.cc): what --kernels ref runs, what every SIMD kernel is checked
+// against in kernels_parity_test, and the path the dispatchers in kernels.cc fall back to.
+void RefHalfToFloatRow(const uint16_t* h, float* f, int64_t n);
+void RefAccumulateRows(GgmlType vt, const uint8_t* v, size_t row_bytes, int64_t hd, int64_t n, const float* w, int64_t ldw,
+                       int64_t m, float* acc, int64_t ldacc);
+void RefAttentionScores(GgmlType kt, const uint8_t* k, size_t row_bytes, int64_t hd, int64_t n, const float* q, int64_t ldq,
+                        int64_t m, float* s, int64_t lds);
+float RefScaleMax(float* s, int64_t n, float scale, float init);
+float RefExpSubSum(const float* s, float mx, float* w, int64_t n);
+void RefSiluMul(float* g, const float* u, int64_t n);
+void RefRmsNorm(const float* x, const float* w, int64_t n, float eps, float* out);
 // The scalar reference matmul (quant::RefDotRow per output).
 void RefMatMul(GgmlType wt, const uint8_t* W, size_t row_bytes, int64_t k, int64_t r0, int64_t r1,
                const Activations& x, float* Y, int64_t ldy);

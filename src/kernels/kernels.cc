@@ -388,7 +388,7 @@ void MatMulPacked(Isa isa, GgmlType t, const void* P, int64_t rows, int64_t k, i
 void HalfToFloatRow(Isa isa, const uint16_t* h, float* f, int64_t n) {
   if (const detail::X86Kernels* x = X86For(isa)) return x->half_to_float(h, f, n);
   if (const detail::NeonKernels* x = NeonFor(isa)) return x->half_to_float(h, f, n);
-  for (int64_t i = 0; i < n; ++i) f[i] = quant::HalfToFloat(h[i]);
+  detail::RefHalfToFloatRow(h, f, n);
 }
 
 void DequantizeRow(Isa isa, GgmlType t, const void* src, float* dst, int64_t n) {
@@ -407,38 +407,7 @@ void AccumulateRows(Isa isa, GgmlType vt, const void* V, size_t row_bytes, int64
     return;
   if (const detail::NeonKernels* x = NeonFor(isa); x != nullptr && x->accumulate_rows(vt, v, row_bytes, hd, n, w, ldw, m, acc, ldacc))
     return;
-  // The reference: float rows as they are; quantized rows as their integer values q with the block's
-  // scale in the weight, acc += (w * d) * q -- the same sums in the same order as the SIMD paths.
-  assert(vt == GgmlType::kF32 || vt == GgmlType::kF16 || hd % 32 == 0);
-  const bool quantized = vt == GgmlType::kQ8_0 || vt == GgmlType::kQ4_0;
-  std::vector<float> row(static_cast<size_t>(hd)), scale(static_cast<size_t>(hd), 1.0f);
-  for (int64_t t = 0; t < n; ++t) {
-    const uint8_t* r = v + t * row_bytes;
-    if (!quantized) {
-      quant::DequantizeRow(vt, r, row.data(), hd);
-    } else {
-      for (int64_t b = 0; b < hd / 32; ++b) {
-        float* rb = row.data() + 32 * b;
-        uint16_t d16;
-        if (vt == GgmlType::kQ8_0) {
-          const auto& blk = reinterpret_cast<const quant::BlockQ8_0*>(r)[b];
-          for (int e = 0; e < 32; ++e) rb[e] = static_cast<float>(blk.qs[e]);
-          d16 = blk.d;
-        } else {
-          const auto& blk = reinterpret_cast<const quant::BlockQ4_0*>(r)[b];
-          for (int e = 0; e < 16; ++e) {
-            rb[e] = static_cast<float>((blk.qs[e] & 0x0F) - 8);
-            rb[e + 16] = static_cast<float>((blk.qs[e] >> 4) - 8);
-          }
-          d16 = blk.d;
-        }
-        std::fill(scale.begin() + 32 * b, scale.begin() + 32 * (b + 1), quant::HalfToFloat(d16));
-      }
-    }
-    for (int64_t j = 0; j < m; ++j)
-      for (int64_t d = 0; d < hd; ++d)
-        acc[j * ldacc + d] = std::fma(w[j * ldw + t] * scale[static_cast<size_t>(d)], row[d], acc[j * ldacc + d]);
-  }
+  detail::RefAccumulateRows(vt, v, row_bytes, hd, n, w, ldw, m, acc, ldacc);
 }
 
 void AttentionScores(Isa isa, GgmlType kt, const void* K, size_t row_bytes, int64_t hd, int64_t n, const float* q,
@@ -449,15 +418,7 @@ void AttentionScores(Isa isa, GgmlType kt, const void* K, size_t row_bytes, int6
     return;
   if (const detail::NeonKernels* x = NeonFor(isa); x != nullptr && x->attention_scores(kt, k, row_bytes, hd, n, q, ldq, m, s, lds))
     return;
-  std::vector<float> row(static_cast<size_t>(hd));
-  for (int64_t t = 0; t < n; ++t) {
-    quant::DequantizeRow(kt, k + t * row_bytes, row.data(), hd);
-    for (int64_t j = 0; j < m; ++j) {
-      double dot = 0;
-      for (int64_t d = 0; d < hd; ++d) dot += static_cast<double>(q[j * ldq + d]) * row[d];
-      s[j * lds + t] = static_cast<float>(dot);
-    }
-  }
+  detail::RefAttentionScores(kt, k, row_bytes, hd, n, q, ldq, m, s, lds);
 }
 
 void AttentionScoresQ(Isa isa, GgmlType kt, const void* K, size_t row_bytes, int64_t hd, int64_t n,
@@ -470,31 +431,23 @@ void AttentionScoresQ(Isa isa, GgmlType kt, const void* K, size_t row_bytes, int
 
 float ScaleMax(Isa isa, float* s, int64_t n, float scale, float init) {
   if (const detail::X86Kernels* x = X86For(isa)) return x->scale_max(s, n, scale, init);
-  float m = init;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, s[i] *= scale);
-  return m;
+  return detail::RefScaleMax(s, n, scale, init);
 }
 
 float ExpSubSum(Isa isa, const float* s, float mx, float* w, int64_t n) {
   if (const detail::X86Kernels* x = X86For(isa)) return x->exp_sub_sum(s, mx, w, n);
   if (const detail::NeonKernels* x = NeonFor(isa)) return x->exp_sub_sum(s, mx, w, n);
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) sum += (w[i] = std::exp(s[i] - mx));
-  return sum;
+  return detail::RefExpSubSum(s, mx, w, n);
 }
 
 void SiluMul(Isa isa, float* g, const float* u, int64_t n) {
   if (const detail::X86Kernels* x = X86For(isa)) return x->silu_mul(g, u, n);
-  for (int64_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  detail::RefSiluMul(g, u, n);
 }
 
 void RmsNorm(Isa isa, const float* x, const float* w, int64_t n, float eps, float* out) {
   if (const detail::X86Kernels* k = X86For(isa)) return k->rms_norm(x, w, n, eps, out);
-  double part[8] = {};
-  for (int64_t j = 0; j < n; ++j) part[j % 8] += static_cast<double>(x[j]) * x[j];
-  const double ss = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-  const float scale = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
-  for (int64_t j = 0; j < n; ++j) out[j] = x[j] * scale * w[j];
+  detail::RefRmsNorm(x, w, n, eps, out);
 }
 
 std::string RmsNormName(Isa isa) {

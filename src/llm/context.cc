@@ -293,18 +293,26 @@ void Context::Rope(float* v, int n_heads, int pos) const {
   const float* sn = rope_sin_.data() + static_cast<size_t>(pos) * half;
   for (int h = 0; h < n_heads; ++h) {
     float* x = v + static_cast<size_t>(h) * c.head_dim;
-    for (int i = 0; i < half; ++i) {
-      // kNorm rotates adjacent pairs; kNeox rotates dims i and i + n_rot/2.
-      const int a = c.rope == RopeStyle::kNorm ? 2 * i : i;
-      const int b = c.rope == RopeStyle::kNorm ? 2 * i + 1 : i + half;
-      const float x0 = x[a], x1 = x[b];
-      x[a] = x0 * cs[i] - x1 * sn[i];
-      x[b] = x0 * sn[i] + x1 * cs[i];
+    if (c.rope == RopeStyle::kNeox) {
+      // Dims i and i + n_rot/2: two contiguous halves, a loop the compiler vectorizes (restrict: no alias).
+      float* __restrict lo = x;
+      float* __restrict hi = x + half;
+      for (int i = 0; i < half; ++i) {
+        const float x0 = lo[i], x1 = hi[i];
+        lo[i] = x0 * cs[i] - x1 * sn[i];
+        hi[i] = x0 * sn[i] + x1 * cs[i];
+      }
+      continue;
+    }
+    for (int i = 0; i < half; ++i) {  // kNorm: adjacent pairs (2i, 2i+1)
+      const float x0 = x[2 * i], x1 = x[2 * i + 1];
+      x[2 * i] = x0 * cs[i] - x1 * sn[i];
+      x[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
     }
   }
 }
 
-// Per token: biases, RoPE on q and k, the key rotation, then the K and V rows quantized into the cache,
+// Per token: biases, the per-head q/k RMSNorm (qwen3), RoPE on q and k, the key rotation, then the K and V rows quantized into the cache,
 // all while the token's rows are in L1 (rope_kv). Unfused: each step a pass over the whole batch, as a
 // graph of separate ops would run them. The same operations on the same values either way.
 void Context::RopeAndWriteKv(int layer, const LayerWeights& L, int m, int p0) {
@@ -321,6 +329,14 @@ void Context::RopeAndWriteKv(int layer, const LayerWeights& L, int m, int p0) {
       for (int j = 0; j < kvd; ++j) k[j] += L.bk[static_cast<size_t>(j)];
       for (int j = 0; j < kvd; ++j) v[j] += L.bv[static_cast<size_t>(j)];
     }
+    if (c.qk_norm) {  // llama.cpp's build_norm over each head's head_dim values, in place
+      for (int h = 0; h < c.n_heads; ++h)
+        kernels::RmsNorm(params_.isa, q + static_cast<size_t>(h) * c.head_dim, L.q_norm.data(), c.head_dim, c.norm_eps,
+                         q + static_cast<size_t>(h) * c.head_dim);
+      for (int h = 0; h < c.n_kv_heads; ++h)
+        kernels::RmsNorm(params_.isa, k + static_cast<size_t>(h) * c.head_dim, L.k_norm.data(), c.head_dim, c.norm_eps,
+                         k + static_cast<size_t>(h) * c.head_dim);
+    }
     Rope(q, c.n_heads, p0 + i);
     Rope(k, c.n_kv_heads, p0 + i);
     if (rotate_k_) {
@@ -336,7 +352,8 @@ void Context::RopeAndWriteKv(int layer, const LayerWeights& L, int m, int p0) {
     write_row(params_.type_k, k_.data() + static_cast<size_t>(i) * kvd, kc, k_row_, p0 + i);
     write_row(params_.type_v, v_.data() + static_cast<size_t>(i) * kvd, vc, v_row_, p0 + i);
   };
-  const uint64_t rope_bytes = static_cast<uint64_t>(m) * (qd + kvd) * 8 + (c.qkv_bias ? static_cast<uint64_t>(m) * kvd * 8 : 0);
+  const uint64_t rope_bytes = static_cast<uint64_t>(m) * (qd + kvd) * 8 + (c.qkv_bias ? static_cast<uint64_t>(m) * kvd * 8 : 0) +
+                              (c.qk_norm ? static_cast<uint64_t>(m) * (qd + kvd) * 8 : 0);
   const uint64_t write_bytes = static_cast<uint64_t>(m) * (2 * kvd * 4 + k_row_ + v_row_);
   if (fused(Fusion::kRopeKv)) {
     const uint64_t t0 = ProfBegin(Op::kRopeKvWrite);
@@ -470,10 +487,11 @@ void Context::SetProfiler(Profiler* p) {
   p->SetKernel(Op::kEmbed, "dequantize " + TypeName(static_cast<uint32_t>(model_.token_embd().type)) + " rows");
   const std::string kv = std::string("K ") + TypeName(static_cast<uint32_t>(params_.type_k)) + " / V " +
                          TypeName(static_cast<uint32_t>(params_.type_v)) + (rotate_k_ ? ", K rotated" : "");
-  const char* rope = c.rope == RopeStyle::kNorm ? "scalar rope (pairs)" : "scalar rope (neox)";
+  std::string rope = c.rope == RopeStyle::kNorm ? "scalar rope (pairs)" : "rope (neox, compiler-vectorized)";
+  if (c.qk_norm) rope = kernels::RmsNormName(isa) + " q/k head norm + " + rope;
   p->SetKernel(Op::kRope, rope);
   p->SetKernel(Op::kKvWrite, "quantize rows to " + kv);
-  p->SetKernel(Op::kRopeKvWrite, std::string(rope) + " + quantize rows to " + kv);
+  p->SetKernel(Op::kRopeKvWrite, rope + " + quantize rows to " + kv);
   p->SetKernel(Op::kAttention, (params_.attn_f16 ? std::string("llama.cpp f16 flash-attention arithmetic")
                                 : fused(Fusion::kAttnOnline) ? std::string("online softmax, 128 positions per step")
                                                              : std::string("full score rows, then softmax")) +

@@ -83,7 +83,8 @@ MemoryPlan PlanMemory(const Model& model, const PlanParams& p) {
   plan.items.push_back({"weights", model.file().file_size(), how});
   uint64_t small = 0;
   for (const LayerWeights& L : model.layers())
-    small += (L.attn_norm.size() + L.ffn_norm.size() + L.bq.size() + L.bk.size() + L.bv.size()) * sizeof(float);
+    small += (L.attn_norm.size() + L.ffn_norm.size() + L.bq.size() + L.bk.size() + L.bv.size() + L.q_norm.size() +
+              L.k_norm.size()) * sizeof(float);
   small += (model.output_norm().size() + model.rope_freq_factors().size()) * sizeof(float);
   plan.items.push_back({"norms and biases (f32 copies)", small, "1-D tensors converted at load"});
   const uint64_t kv = KvCacheBytes(c, p.n_ctx, p.type_k, p.type_v) * static_cast<uint64_t>(p.n_seqs);

@@ -7,12 +7,13 @@
 #include <cstring>
 #include <new>
 
+#include "llm/rope_scaling.h"
 #include "quant/quant.h"
 
 namespace edgedecode::llm {
 namespace {
 
-const char* kSupported = "llama, qwen2";
+const char* kSupported = "llama, qwen2, qwen3";
 
 }  // namespace
 
@@ -28,7 +29,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, bool load_to
 Status Model::Init(bool load_tokenizer) {
   const gguf::File& f = *file_;
   ED_ASSIGN_OR_RETURN(cfg_.arch, f.GetString("general.architecture"));
-  if (cfg_.arch != "llama" && cfg_.arch != "qwen2")
+  if (cfg_.arch != "llama" && cfg_.arch != "qwen2" && cfg_.arch != "qwen3")
     return Unsupported("architecture '" + cfg_.arch + "' is not supported (supported: " + kSupported + ")");
   const std::string a = cfg_.arch + ".";
   cfg_.name = f.GetStringOr("general.name", "");
@@ -48,8 +49,13 @@ Status Model::Init(bool load_tokenizer) {
     return Corrupt("head_count " + std::to_string(cfg_.n_heads) + " is not a multiple of head_count_kv " +
                    std::to_string(cfg_.n_kv_heads));
   cfg_.head_dim = static_cast<int>(f.GetIntOr(a + "attention.key_length", cfg_.dim / cfg_.n_heads));
-  if (cfg_.head_dim <= 0 || cfg_.head_dim % 2 != 0)
+  if (cfg_.head_dim <= 0 || cfg_.head_dim % 2 != 0 || cfg_.head_dim > (1 << 16))
     return Corrupt("head dimension " + std::to_string(cfg_.head_dim) + " must be positive and even");
+  // One head size serves K and V here (as in every model of these architectures).
+  const int64_t v_len = f.GetIntOr(a + "attention.value_length", cfg_.head_dim);
+  if (v_len != cfg_.head_dim)
+    return Unsupported("attention.value_length " + std::to_string(v_len) + " differs from key_length " +
+                       std::to_string(cfg_.head_dim) + " (only equal K and V head sizes are supported)");
   cfg_.n_rot = static_cast<int>(f.GetIntOr(a + "rope.dimension_count", cfg_.head_dim));
   if (cfg_.n_rot <= 0 || cfg_.n_rot > cfg_.head_dim || cfg_.n_rot % 2)
     return Corrupt("rope.dimension_count " + std::to_string(cfg_.n_rot) + " does not fit head dimension " +
@@ -59,13 +65,17 @@ Status Model::Init(bool load_tokenizer) {
   double factor = f.GetFloatOr(a + "rope.scaling.factor", 0.0);
   if (scaling == "linear" && factor > 0) cfg_.rope_freq_scale = static_cast<float>(1.0 / factor);
   cfg_.norm_eps = static_cast<float>(f.GetFloatOr(a + "attention.layer_norm_rms_epsilon", 1e-5));
-  cfg_.rope = cfg_.arch == "qwen2" ? RopeStyle::kNeox : RopeStyle::kNorm;
+  // As llama.cpp's llama_model_rope_type: qwen2 and qwen3 rotate (i, i + n_rot/2), llama adjacent pairs.
+  cfg_.rope = cfg_.arch == "llama" ? RopeStyle::kNorm : RopeStyle::kNeox;
   cfg_.qkv_bias = cfg_.arch == "qwen2";
+  cfg_.qk_norm = cfg_.arch == "qwen3";
 
   // Tensors, each checked against the shape the architecture needs.
   auto weight = [&](const std::string& name, int64_t cols, int64_t rows, Weight* out) -> Status {
     const gguf::TensorInfo* t = f.FindTensor(name);
-    if (!t) return NotFound("required tensor '" + name + "' is missing");
+    if (!t)
+      return NotFound("required tensor '" + name + "' is missing (the architecture needs " + std::to_string(cols) + "x" +
+                      (rows > 0 ? std::to_string(rows) : std::string("n_vocab")) + ")");
     if (t->dims.size() != 2 || t->dims[0] != cols || (rows > 0 && t->dims[1] != rows))
       return Corrupt("tensor '" + name + "' has shape " + std::to_string(t->dims[0]) + "x" +
                      (t->dims.size() > 1 ? std::to_string(t->dims[1]) : std::string("?")) + ", the architecture needs " +
@@ -78,7 +88,10 @@ Status Model::Init(bool load_tokenizer) {
   };
   auto vec = [&](const std::string& name, int64_t n, std::vector<float>* out, bool required) -> Status {
     const gguf::TensorInfo* t = f.FindTensor(name);
-    if (!t) return required ? NotFound("required tensor '" + name + "' is missing") : Status::Ok();
+    if (!t)
+      return required ? NotFound("required tensor '" + name + "' is missing (the architecture needs " + std::to_string(n) +
+                                 " elements)")
+                      : Status::Ok();
     if (t->n_elements() != n)
       return Corrupt("tensor '" + name + "' has " + std::to_string(t->n_elements()) + " elements, the architecture needs " +
                      std::to_string(n));
@@ -104,6 +117,10 @@ Status Model::Init(bool load_tokenizer) {
     ED_RETURN_IF_ERROR(vec(p + "attn_q.bias", qd, &L.bq, cfg_.qkv_bias));
     ED_RETURN_IF_ERROR(vec(p + "attn_k.bias", kvd, &L.bk, cfg_.qkv_bias));
     ED_RETURN_IF_ERROR(vec(p + "attn_v.bias", kvd, &L.bv, cfg_.qkv_bias));
+    if (cfg_.qk_norm) {
+      ED_RETURN_IF_ERROR(vec(p + "attn_q_norm.weight", cfg_.head_dim, &L.q_norm, true));
+      ED_RETURN_IF_ERROR(vec(p + "attn_k_norm.weight", cfg_.head_dim, &L.k_norm, true));
+    }
     ED_RETURN_IF_ERROR(vec(p + "ffn_norm.weight", dim, &L.ffn_norm, true));
     ED_RETURN_IF_ERROR(weight(p + "ffn_gate.weight", dim, ffn, &L.w_gate));
     ED_RETURN_IF_ERROR(weight(p + "ffn_up.weight", dim, ffn, &L.w_up));
@@ -117,6 +134,18 @@ Status Model::Init(bool load_tokenizer) {
     cfg_.tied_embeddings = true;
   }
   ED_RETURN_IF_ERROR(vec("rope_freqs.weight", cfg_.n_rot / 2, &rope_freqs_, false));
+  if (rope_freqs_.empty() && scaling == "llama3") {
+    // llama.cpp's files carry rope_freqs.weight instead; this serves writers that keep the parameters.
+    Llama3RopeScaling s;
+    s.factor = static_cast<float>(f.GetFloatOr(a + "rope.scaling.factor", s.factor));
+    s.low_freq_factor = static_cast<float>(f.GetFloatOr(a + "rope.scaling.low_freq_factor", s.low_freq_factor));
+    s.high_freq_factor = static_cast<float>(f.GetFloatOr(a + "rope.scaling.high_freq_factor", s.high_freq_factor));
+    s.orig_ctx = static_cast<float>(f.GetIntOr(a + "rope.scaling.original_context_length", 8192));
+    if (!(s.factor > 0) || !(s.low_freq_factor > 0) || !(s.high_freq_factor > s.low_freq_factor) || !(s.orig_ctx > 0))
+      return Corrupt("llama3 rope scaling needs factor > 0, 0 < low_freq_factor < high_freq_factor and "
+                     "original_context_length > 0");
+    rope_freqs_ = Llama3RopeFactors(cfg_.n_rot, cfg_.rope_base, s);
+  }
 
   if (!load_tokenizer) return Status::Ok();
   ED_ASSIGN_OR_RETURN(tokenizer_, tok::Tokenizer::FromGguf(f));
@@ -130,7 +159,9 @@ size_t Model::weight_bytes() const {
   size_t n = 0;
   for (const Weight* w : all_weights()) n += w->nbytes();
   // Norms and biases (float copies of small tensors).
-  for (const LayerWeights& L : layers_) n += (L.attn_norm.size() + L.ffn_norm.size() + L.bq.size() + L.bk.size() + L.bv.size()) * 4;
+  for (const LayerWeights& L : layers_)
+    n += (L.attn_norm.size() + L.ffn_norm.size() + L.bq.size() + L.bk.size() + L.bv.size() + L.q_norm.size() +
+          L.k_norm.size()) * 4;
   return n + output_norm_.size() * 4;
 }
 
@@ -153,10 +184,14 @@ uint8_t* AllocHuge(size_t bytes) {
 size_t Model::RepackForKernels(kernels::Isa isa) {
   if (arena_ != nullptr) return packed_bytes_;
   // Every matrix a token streams: the layers' and the output (not the token embedding, read by rows).
+  // Tied, output_ is a second Weight over token_embd's bytes: the classifier gets its own copy in the
+  // arena (repacked where the type allows) while the embedding keeps reading its rows from the mapping.
+  // Left in the mapping, a large-vocabulary tied classifier ran the file-layout kernel over 4 KiB pages:
+  // half of qwen3-0.6b q4_0's decode step (4.7 GB/s against the layers' 15).
   std::vector<Weight*> ws;
   for (LayerWeights& L : layers_)
     for (Weight* x : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) ws.push_back(x);
-  if (!cfg_.tied_embeddings) ws.push_back(&output_);
+  ws.push_back(&output_);
   auto packs = [&](const Weight& w) { return kernels::CanPack(isa, w.type, w.rows, w.cols); };
   auto bytes = [&](const Weight& w) { return packs(w) ? kernels::PackedBytes(w.type, w.rows, w.cols) : w.nbytes(); };
   auto round64 = [](size_t n) { return (n + 63) / 64 * 64; };
@@ -175,8 +210,8 @@ size_t Model::RepackForKernels(kernels::Isa isa) {
     } else {
       std::memcpy(dst, w->data, w->nbytes());
     }
-    // The original bytes are not read again: drop their whole pages from resident memory (a file
-    // mapping, so they would simply be read back from the file if ever touched).
+    // The original bytes are not read again (tied: only the embedding rows of the tokens seen): drop their
+    // whole pages from resident memory (a file mapping, so touched pages are simply read back from the file).
     const auto b = reinterpret_cast<uintptr_t>(w->data), e = b + w->nbytes();
     const uintptr_t pb = (b + page - 1) / page * page, pe = e / page * page;
     if (pe > pb) madvise(reinterpret_cast<void*>(pb), pe - pb, MADV_DONTNEED);

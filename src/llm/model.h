@@ -1,5 +1,6 @@
-// A decoder-only transformer loaded from GGUF: the architectures `llama` (TinyLlama, Llama 2/3.x,
-// SmolLM/SmolLM2, Mistral, llama2.c imports; GQA/MQA) and `qwen2` (QKV biases, NEOX RoPE).
+// A decoder-only transformer loaded from GGUF: the architectures `llama` (TinyLlama, Llama 2/3.x with
+// llama3 RoPE scaling, SmolLM/SmolLM2, Mistral, llama2.c imports; GQA/MQA), `qwen2` (QKV biases, NEOX
+// RoPE) and `qwen3` (per-head RMSNorm of Q and K before RoPE, NEOX RoPE, head_dim set apart from dim).
 //
 // Ownership: a Model owns its gguf::File; weight pointers point into the file's mapping (weights are
 // never copied; small 1-D tensors are converted to float at load). Immutable after Load and safe to
@@ -23,7 +24,7 @@ namespace edgedecode::llm {
 enum class RopeStyle { kNorm, kNeox };  // kNorm: adjacent pairs (2i, 2i+1); kNeox: (i, i + n_rot/2)
 
 struct ModelConfig {
-  std::string arch;         // "llama" | "qwen2"
+  std::string arch;         // "llama" | "qwen2" | "qwen3"
   std::string name;         // general.name
   int n_vocab = 0;
   int n_ctx_train = 0;      // {arch}.context_length
@@ -39,6 +40,7 @@ struct ModelConfig {
   float norm_eps = 1e-5f;
   RopeStyle rope = RopeStyle::kNorm;
   bool qkv_bias = false;
+  bool qk_norm = false;     // qwen3: RMSNorm over each head of q and k (weights of head_dim) before RoPE
   bool tied_embeddings = false;
 
   int q_dim() const { return n_heads * head_dim; }
@@ -63,6 +65,8 @@ struct LayerWeights {
   Weight wv;                     // (kv_dim, dim)
   Weight wo;                     // (dim, q_dim)
   std::vector<float> bq, bk, bv; // (q_dim), (kv_dim), (kv_dim); empty unless qkv_bias
+  std::vector<float> q_norm;     // (head_dim), shared by every query head; empty unless qk_norm
+  std::vector<float> k_norm;     // (head_dim), shared by every key head; empty unless qk_norm
   std::vector<float> ffn_norm;   // (dim)
   Weight w_gate;                 // (ffn_dim, dim)
   Weight w_up;                   // (ffn_dim, dim)
@@ -83,7 +87,10 @@ class Model {
   const Weight& token_embd() const { return token_embd_; }  // (n_vocab rows, dim)
   const std::vector<LayerWeights>& layers() const { return layers_; }
   const std::vector<float>& output_norm() const { return output_norm_; }  // (dim)
-  const Weight& output() const { return output_; }  // (n_vocab, dim); token_embd when tied
+  // (n_vocab, dim); token_embd's bytes when tied (after RepackForKernels, the arena's copy of them)
+  const Weight& output() const { return output_; }
+  // Divisors of the RoPE frequencies (llama3 scaling): the file's rope_freqs.weight, else computed from
+  // rope.scaling.* when rope.scaling.type is llama3; empty when the model has none.
   const std::vector<float>& rope_freq_factors() const { return rope_freqs_; }  // (n_rot/2) or empty
 
   // Moves the matrices every token streams (the layers' and the output; never the token embedding,

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace edgedecode::llm {
@@ -117,7 +119,11 @@ double Profiler::op_ms(Phase ph) const {
   return Ms(ns);
 }
 
-void Profiler::Print(FILE* out) const {
+std::string Profiler::FormatTable() const {
+  char* buf = nullptr;
+  size_t len = 0;
+  FILE* out = open_memstream(&buf, &len);  // the tables are printf-formatted; the caller decides where they go
+  if (out == nullptr) return "";
   for (int ph = 0; ph < kPhases; ++ph) {
     const PhaseStats& p = phase_[ph];
     if (p.passes == 0) continue;
@@ -154,6 +160,10 @@ void Profiler::Print(FILE* out) const {
   }
   if (dropped_ > 0)
     std::fprintf(out, "profile: trace full, %llu events not kept\n", static_cast<unsigned long long>(dropped_));
+  std::fclose(out);
+  std::string text(buf, len);
+  std::free(buf);
+  return text;
 }
 
 nlohmann::json Profiler::ToJson() const {

@@ -76,8 +76,8 @@ class Profiler : public JobObserver {
   // Forgets what was measured (bench: after the warm-up run). Kernels and the time origin stay.
   void Reset();
 
-  // The tables (one per phase that ran), for stderr.
-  void Print(FILE* out) const;
+  // The tables (one per phase that ran) as text.
+  std::string FormatTable() const;
   // {"prefill": {...}, "decode": {...}}: per op name, calls, ms, bytes, gb_s, barrier_ms, kernel.
   nlohmann::json ToJson() const;
   // One trace file of one or more profiles (bench: one per test), each a process labelled by its name.

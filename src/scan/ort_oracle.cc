@@ -135,7 +135,7 @@ Result<nlohmann::json> OrtOracle::Run(std::vector<std::string> args) const {
   pid_t pid = 0;
   int rc = posix_spawn(&pid, node_.c_str(), &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return Internal("cannot start " + node_ + ": " + std::strerror(rc));
+  if (rc != 0) return Unavailable("cannot start " + node_ + ": " + std::strerror(rc));
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   std::string out = ReadFile(out_path), err = ReadFile(err_path);
@@ -143,12 +143,12 @@ Result<nlohmann::json> OrtOracle::Run(std::vector<std::string> args) const {
   fs::remove(out_path, ec);
   fs::remove(err_path, ec);
   if (!WIFEXITED(status) || (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 1))
-    return Internal("ONNX Runtime oracle (" + script_ + ") failed (" +
+    return Unavailable("ONNX Runtime oracle (" + script_ + ") failed (" +
                     (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status)) : std::string("killed by a signal")) +
                     "): " + err.substr(0, 600));
   nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("ok"))
-    return Internal("ONNX Runtime oracle printed no result: " + (err.empty() ? out : err).substr(0, 600));
+    return Unavailable("ONNX Runtime oracle printed no result: " + (err.empty() ? out : err).substr(0, 600));
   return j;
 }
 
@@ -164,7 +164,7 @@ Result<OracleComparison> OrtOracle::Compare(const std::string& a, const std::str
   if (!c.ran) {
     c.failed_model = j.value("model", std::string());
     c.error = j.value("error", std::string("unknown error"));
-    if (c.failed_model.empty()) return Internal("ONNX Runtime oracle: " + c.error);
+    if (c.failed_model.empty()) return Unavailable("ONNX Runtime oracle: " + c.error);
     return c;
   }
   c.max_abs_diff = j["max_abs_diff"].is_number() ? j["max_abs_diff"].get<double>() : -1;

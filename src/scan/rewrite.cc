@@ -4,6 +4,8 @@
 // file, so errors cannot pile up unnoticed.
 #include "scan/rewrite.h"
 
+#include "base/temp_path.h"
+
 #include <onnx/onnx_pb.h>
 #include <unistd.h>
 
@@ -178,7 +180,7 @@ class Session {
     }
     ED_ASSIGN_OR_RETURN(OracleComparison r, oracle_.Compare(a, b, in, opts_.oracle));
     if (!r.ran && r.failed_model == "a")
-      return Internal("ONNX Runtime cannot run the original model " + input_ + " (so no rewrite can be checked): " + r.error);
+      return Unavailable("ONNX Runtime cannot run the original model " + input_ + " (so no rewrite can be checked): " + r.error);
     for (auto& o : r.outputs) o.local = added.count(o.name) > 0;
     return r;
   }
@@ -324,7 +326,7 @@ Status StaticShapes(Session& s, std::unique_ptr<Candidate>& cur, RewriteReport* 
     }
     auto values = s.Eval(probe, in.value());
     if (!values.ok()) {
-      if (values.status().code() == StatusCode::kInternal) return values.status();
+      if (values.status().code() == StatusCode::kUnavailable) return values.status();
       step.status = "failed";
       step.reason = "ONNX Runtime could not evaluate the shape computations: " + values.status().message();
       report->steps.push_back(step);
@@ -576,7 +578,7 @@ Result<RewriteReport> RewriteModel(const std::string& input, const std::string& 
       return Unsupported(input + ": tensor '" + t.name() + "' has external data, which rewrite does not handle yet");
   ED_ASSIGN_OR_RETURN(std::unique_ptr<OnnxModel> orig, OnnxModel::FromProto(std::move(*raw), input));
 
-  if (!oracle.ok()) return Internal(oracle.status().message());
+  if (!oracle.ok()) return Unavailable(oracle.status().message());
   RewriteReport report;
   report.input = input;
   report.output = output;
@@ -609,7 +611,7 @@ Result<RewriteReport> RewriteModel(const std::string& input, const std::string& 
     meta->set_value((meta->value().empty() ? "" : meta->value() + "; ") + done + "; checked by ONNX Runtime against " +
                     fs::path(input).filename().string() + ", tolerance " + Num(opts.tolerance));
     // Write beside the target and rename, so a failure never leaves half a model under the output name.
-    std::string tmp = output + ".tmp-" + std::to_string(::getpid());
+    const std::string tmp = TempPathFor(output);
     ED_RETURN_IF_ERROR(WriteProto(cur->model->proto(), tmp).WithContext("writing the rewritten model"));
     std::error_code ec;
     fs::rename(tmp, output, ec);

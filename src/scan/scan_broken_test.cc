@@ -134,7 +134,8 @@ TEST(ScanBroken, CliExitCodes) {
   EXPECT_EQ(RunScan({mnist, "--target", targets + "rk3588-npu.json", "--strict"}), 0);  // all on NPU
   EXPECT_EQ(RunScan({mnist, "--target", targets + "ethos-u55.json", "--strict"}), 1);   // float falls back
   EXPECT_EQ(RunScan({Write("e.onnx", ""), "--target", targets + "cpu.json"}), 3);
-  EXPECT_EQ(RunScan({mnist, "--target", targets + "missing-profile.json"}), 2);
+  EXPECT_EQ(RunScan({mnist, "--target", targets + "missing-profile.json"}), 3);  // a missing file
+  EXPECT_EQ(RunScan({mnist, "--target", "no-such-device"}), 2);            // an unknown name
   EXPECT_EQ(RunScan({mnist}), 2);  // --target required
   EXPECT_EQ(RunScan({mnist, "--target", targets + "cpu.json", "--input-shape", "bogus"}), 2);
   std::string json = TmpDir() + "/r.json", csv = TmpDir() + "/r.csv";

@@ -26,23 +26,6 @@ const char* PlacementName(Placement p) {
   }
 }
 
-std::vector<std::string> Profile::SearchDirs() {
-  std::vector<std::string> dirs;
-  if (const char* e = std::getenv("EDGEDECODE_TARGETS")) dirs.push_back(e);
-  dirs.push_back("targets");
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    dirs.push_back((exe.parent_path() / "targets").string());
-    dirs.push_back((exe.parent_path().parent_path() / "targets").string());
-    dirs.push_back((exe.parent_path().parent_path() / "share/edgedecode/targets").string());
-  }
-#ifdef EDGEDECODE_SOURCE_TARGETS
-  dirs.push_back(EDGEDECODE_SOURCE_TARGETS);
-#endif
-  return dirs;
-}
-
 Result<Profile> Profile::FromJson(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) return Corrupt(where + ": a profile must be a JSON object");
   Profile p;
@@ -67,24 +50,7 @@ Result<Profile> Profile::FromJson(const nlohmann::json& j, const std::string& wh
   return p;
 }
 
-Result<Profile> Profile::Load(const std::string& name) {
-  std::string path;
-  if (name.size() > 5 && name.substr(name.size() - 5) == ".json") path = name;
-  std::vector<std::string> known;
-  if (path.empty())
-    for (const auto& d : SearchDirs()) {
-      std::error_code ec;
-      if (fs::exists(fs::path(d) / (name + ".json"), ec)) { path = (fs::path(d) / (name + ".json")).string(); break; }
-      for (const auto& e : fs::directory_iterator(d, ec))
-        if (e.path().extension() == ".json") known.push_back(e.path().stem().string());
-    }
-  if (path.empty()) {
-    std::sort(known.begin(), known.end());
-    known.erase(std::unique(known.begin(), known.end()), known.end());
-    std::string list;
-    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-    return NotFound("--target " + name + ": no such profile (known: " + (list.empty() ? "none found" : list) + ")");
-  }
+Result<Profile> Profile::Load(const std::string& path) {
   std::ifstream in(path);
   if (!in) return NotFound(path + ": cannot open profile");
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);

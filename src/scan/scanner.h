@@ -29,11 +29,9 @@ struct Profile {
   nlohmann::json llm;           // may be null
   nlohmann::json raw;
 
-  // NAME (looked up in targets dirs) or a path to a .json file. kNotFound lists the known profiles.
-  static Result<Profile> Load(const std::string& name_or_path);
+  // A profile file (the CLI resolves --target NAME to its file: cli/common.h ResolveTarget).
+  static Result<Profile> Load(const std::string& path);
   static Result<Profile> FromJson(const nlohmann::json& j, const std::string& where);
-  // Directories searched for NAME.json, in order.
-  static std::vector<std::string> SearchDirs();
 };
 
 enum class Placement { kAccel, kCpu, kFolded };

@@ -1,5 +1,7 @@
 #include "tooling/gguf_stream.h"
 
+#include "base/temp_path.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -67,7 +69,7 @@ void StreamWriter::Pad() {
 Status StreamWriter::Begin(const std::string& path) {
   if (f_) return Internal("StreamWriter::Begin called twice");
   path_ = path;
-  tmp_ = path + ".tmp";
+  tmp_ = TempPathFor(path);
   f_ = std::fopen(tmp_.c_str(), "wb");
   if (!f_) return IoError(tmp_ + ": cannot create: " + std::strerror(errno));
   std::vector<gguf::TensorDesc> descs;

@@ -1,5 +1,7 @@
 #include "tooling/model_spec.h"
 
+#include "llm/rope_scaling.h"
+
 namespace edgedecode::tooling {
 
 int64_t TensorSpec::n_elements() const {
@@ -15,8 +17,8 @@ int64_t ModelShape::n_params() const {
 }
 
 Status ModelShape::Validate() const {
-  if (arch != "llama" && arch != "qwen2")
-    return InvalidArgument("architecture '" + arch + "' is not supported (supported: llama, qwen2)");
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
+    return InvalidArgument("architecture '" + arch + "' is not supported (supported: llama, qwen2, qwen3)");
   auto bad = [](const char* what, int64_t v) {
     return InvalidArgument(std::string(what) + " must be positive (got " + std::to_string(v) + ")");
   };
@@ -27,8 +29,14 @@ Status ModelShape::Validate() const {
   if (ffn <= 0) return bad("ffn", ffn);
   if (vocab <= 0) return bad("vocab", vocab);
   if (context <= 0) return bad("context", context);
-  if (dim % n_heads != 0) return InvalidArgument("dim " + std::to_string(dim) + " is not a multiple of n_heads");
+  if (key_length < 0 || key_length > 4096) return InvalidArgument("head_dim must be in [1, 4096] (0: dim / n_heads)");
+  if (key_length == 0 && dim % n_heads != 0)
+    return InvalidArgument("dim " + std::to_string(dim) + " is not a multiple of n_heads (or give head_dim)");
   if (head_dim() % 2 != 0) return InvalidArgument("head dim must be even (RoPE rotates pairs)");
+  if (rope_scaling_factor < 0) return InvalidArgument("rope_scaling_factor must be positive (0: no llama3 scaling)");
+  if (llama3_rope() && !(rope_low_freq_factor > 0 && rope_high_freq_factor > rope_low_freq_factor && rope_orig_context > 0))
+    return InvalidArgument("llama3 rope scaling needs 0 < rope_low_freq_factor < rope_high_freq_factor and "
+                           "rope_orig_context > 0");
   if (n_heads % n_kv_heads != 0) return InvalidArgument("n_heads must be a multiple of n_kv_heads");
   if (dim > (1 << 20) || ffn > (1 << 22) || vocab > (1 << 24) || n_layers > 1024)
     return InvalidArgument("model shape is absurdly large");
@@ -42,6 +50,7 @@ std::vector<TensorSpec> ModelTensors(const ModelShape& s) {
   t.push_back({"token_embd.weight", {s.dim, s.vocab}, TensorRole::kEmbedding});
   t.push_back({"output_norm.weight", {s.dim}, TensorRole::kNorm});
   if (!s.tied) t.push_back({"output.weight", {s.dim, s.vocab}, TensorRole::kOutput});
+  if (s.llama3_rope()) t.push_back({"rope_freqs.weight", {hd / 2}, TensorRole::kRopeFreqs});
   for (int l = 0; l < s.n_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     t.push_back({b + "attn_q.weight", {s.dim, q}, TensorRole::kAttnQ, l});
@@ -52,6 +61,10 @@ std::vector<TensorSpec> ModelTensors(const ModelShape& s) {
     if (s.qkv_bias) t.push_back({b + "attn_v.bias", {kv}, TensorRole::kBias, l});
     t.push_back({b + "attn_output.weight", {q, s.dim}, TensorRole::kAttnOut, l});
     t.push_back({b + "attn_norm.weight", {s.dim}, TensorRole::kNorm, l});
+    if (s.qk_norm()) {
+      t.push_back({b + "attn_q_norm.weight", {hd}, TensorRole::kNorm, l});
+      t.push_back({b + "attn_k_norm.weight", {hd}, TensorRole::kNorm, l});
+    }
     t.push_back({b + "ffn_gate.weight", {s.dim, s.ffn}, TensorRole::kFfnGate, l});
     t.push_back({b + "ffn_down.weight", {s.ffn, s.dim}, TensorRole::kFfnDown, l});
     t.push_back({b + "ffn_up.weight", {s.dim, s.ffn}, TensorRole::kFfnUp, l});
@@ -71,10 +84,23 @@ void SetArchMetadata(const ModelShape& s, StreamWriter* w) {
   w->Set(a + "feed_forward_length", Value::U32(static_cast<uint32_t>(s.ffn)));
   w->Set(a + "attention.head_count", Value::U32(static_cast<uint32_t>(s.n_heads)));
   w->Set(a + "attention.head_count_kv", Value::U32(static_cast<uint32_t>(s.n_kv_heads)));
+  if (s.key_length > 0) {
+    w->Set(a + "attention.key_length", Value::U32(static_cast<uint32_t>(s.key_length)));
+    w->Set(a + "attention.value_length", Value::U32(static_cast<uint32_t>(s.key_length)));
+  }
   w->Set(a + "rope.dimension_count", Value::U32(static_cast<uint32_t>(s.head_dim())));
   w->Set(a + "rope.freq_base", Value::F32(static_cast<float>(s.rope_base)));
   w->Set(a + "attention.layer_norm_rms_epsilon", Value::F32(static_cast<float>(s.rms_eps)));
   w->Set(a + "vocab_size", Value::U32(static_cast<uint32_t>(s.vocab)));
+}
+
+std::vector<float> RopeFreqFactors(const ModelShape& s) {
+  llm::Llama3RopeScaling r;
+  r.factor = static_cast<float>(s.rope_scaling_factor);
+  r.low_freq_factor = static_cast<float>(s.rope_low_freq_factor);
+  r.high_freq_factor = static_cast<float>(s.rope_high_freq_factor);
+  r.orig_ctx = static_cast<float>(s.rope_orig_context);
+  return llm::Llama3RopeFactors(static_cast<int>(s.head_dim()), static_cast<float>(s.rope_base), r);
 }
 
 uint32_t FileTypeFor(GgmlType t) {

@@ -13,7 +13,7 @@
 namespace edgedecode::tooling {
 
 struct ModelShape {
-  std::string arch = "llama";  // "llama" or "qwen2"
+  std::string arch = "llama";  // "llama", "qwen2" or "qwen3"
   std::string name = "synthetic";
   int64_t dim = 256;           // embedding_length
   int64_t n_layers = 4;        // block_count
@@ -26,13 +26,25 @@ struct ModelShape {
   double rms_eps = 1e-5;
   bool tied = false;           // output.weight omitted, token_embd used as classifier
   bool qkv_bias = false;       // qwen2: attn_q/k/v.bias
+  int64_t key_length = 0;      // attention.key_length (= value_length): head_dim; 0: dim / n_heads
+  // llama3 RoPE scaling (Llama 3.1/3.2): rope_scaling_factor > 0 writes rope_freqs.weight, the factors of
+  // llm::Llama3RopeFactors, as llama.cpp's converter does (no rope.scaling.* keys: llama.cpp reads a
+  // scaling factor without a known type as linear scaling).
+  double rope_scaling_factor = 0;
+  double rope_low_freq_factor = 1;
+  double rope_high_freq_factor = 4;
+  int64_t rope_orig_context = 8192;
 
-  int64_t head_dim() const { return dim / n_heads; }
+  int64_t head_dim() const { return key_length > 0 ? key_length : dim / n_heads; }
+  bool qk_norm() const { return arch == "qwen3"; }  // attn_q_norm / attn_k_norm.weight (head_dim) per layer
+  bool llama3_rope() const { return rope_scaling_factor > 0; }
   int64_t n_params() const;
   Status Validate() const;
 };
 
-enum class TensorRole { kEmbedding, kNorm, kBias, kAttnQ, kAttnK, kAttnV, kAttnOut, kFfnGate, kFfnUp, kFfnDown, kOutput };
+// kRopeFreqs: rope_freqs.weight, computed values (llm::Llama3RopeFactors), not random.
+enum class TensorRole { kEmbedding, kNorm, kBias, kAttnQ, kAttnK, kAttnV, kAttnOut, kFfnGate, kFfnUp, kFfnDown, kOutput,
+                        kRopeFreqs };
 
 struct TensorSpec {
   std::string name;
@@ -42,9 +54,12 @@ struct TensorSpec {
   int64_t n_elements() const;
 };
 
-// Tensors in llama.cpp's order: token_embd, output_norm, output, then per block attn_q, attn_k, attn_v,
-// attn_output, attn_norm, ffn_gate, ffn_down, ffn_up, ffn_norm (biases after their weights).
+// Tensors in llama.cpp's order: token_embd, output_norm, output, rope_freqs (llama3 scaling), then per block
+// attn_q, attn_k, attn_v, attn_output, attn_norm, ffn_gate, ffn_down, ffn_up, ffn_norm (biases after their
+// weights; qwen3's attn_q_norm and attn_k_norm after attn_norm).
 std::vector<TensorSpec> ModelTensors(const ModelShape& s);
+// The values of rope_freqs.weight (head_dim / 2) of a shape with llama3_rope().
+std::vector<float> RopeFreqFactors(const ModelShape& s);
 
 // general.architecture, general.name and the {arch}.* hyper-parameters.
 void SetArchMetadata(const ModelShape& s, StreamWriter* w);

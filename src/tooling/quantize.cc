@@ -83,29 +83,40 @@ Status QuantizeModel(const std::string& in_path, const std::string& out_path, co
       return Unsupported(in_path + ": tensor '" + t.name + "' has type " + TypeName(t.type) +
                          ", which cannot be read for re-quantization");
     GgmlType want = opts.type;
-    bool overridden = false;
-    for (const auto& [re, type] : overrides) {
-      if (std::regex_search(t.name, re)) {
-        want = type;
-        overridden = true;
+    std::string why = "type";
+    for (size_t o = 0; o < overrides.size(); ++o) {
+      if (std::regex_match(t.name, overrides[o].first)) {
+        want = overrides[o].second;
+        why = "override " + opts.overrides[o].first;
         break;
       }
     }
     const bool is_matrix = t.dims.size() >= 2;
-    if (!overridden && opts.mix_m &&
-        (t.name == "output.weight" || EndsWith(t.name, "attn_v.weight") || EndsWith(t.name, "ffn_down.weight")))
+    if (why == "type" && opts.mix_m &&
+        (t.name == "output.weight" || EndsWith(t.name, "attn_v.weight") || EndsWith(t.name, "ffn_down.weight"))) {
       want = GgmlType::kQ6_K;
+      why = "mix";
+    }
     GgmlType ty = want;
     if (!is_matrix) {
       ty = GgmlType::kF32;  // norms and biases stay f32 (llama.cpp convention)
+      why = "1-D tensors are f32";
     } else {
       ty = FitType(want, t.dims[0]);
       if (ty != want) {
         ++st.fallbacks;
+        why = std::string("fallback: rows of ") + std::to_string(t.dims[0]) + " do not fit " + TypeTraits(want).name;
         log(t.name + ": row length " + std::to_string(t.dims[0]) + " does not fit " + TypeTraits(want).name +
             ", using " + TypeTraits(ty).name);
       }
     }
+    const GgmlType src = t.ggml_type();
+    const bool src_quantized = src != GgmlType::kF32 && src != GgmlType::kF16 && src != GgmlType::kBF16;
+    if (is_matrix && src_quantized && ty != src && !opts.allow_requantize)
+      return InvalidArgument(in_path + ": tensor '" + t.name + "' is already " + TypeName(t.type) + "; re-encoding it as " +
+                             TypeTraits(ty).name + " compounds the rounding (quantize from the f16/f32 model, or pass "
+                             "--allow-requantize)");
+    if (ty != src) st.changes.push_back({t.name, src, ty, why});
     types.push_back(ty);
     ED_RETURN_IF_ERROR(w.Declare(t.name, t.dims, ty));
     st.in_bytes += t.nbytes;

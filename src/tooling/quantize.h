@@ -18,8 +18,12 @@ struct QuantizeOptions {
   // "q4_k_m"-style mixes: output.weight q6_k, attn_v and ffn_down q6_k (llama.cpp's Q4_K_M rule for
   // the first/last eighth of layers and every third one is simplified to "all of them").
   bool mix_m = false;
-  // Overrides: ECMAScript regex searched in the tensor name -> type, first match wins.
+  // Overrides: ECMAScript regex that must match the WHOLE tensor name -> type, first match wins
+  // ("output\\.weight" is only output.weight, not blk.N.attn_output.weight; "blk\\..*\\.ffn_down\\.weight").
   std::vector<std::pair<std::string, GgmlType>> overrides;
+  // Re-encoding a matrix that is already quantized (not f32 / f16 / bf16) compounds the rounding: refused
+  // (InvalidArgument naming the tensor) unless this is set.
+  bool allow_requantize = false;
   int threads = 2;
   // Called with one line per tensor that does not get the type asked for (fallbacks), and progress.
   std::function<void(const std::string&)> log;
@@ -28,10 +32,18 @@ struct QuantizeOptions {
 // Parses a TYPE argument: a GgmlType name or a mix name (q4_k_m, q5_k_m, q4_k_s, q5_k_s, q3_k_m).
 Status ParseQuantizeType(const std::string& name, QuantizeOptions* opts);
 
+// A tensor written in another type than it had.
+struct TypeChange {
+  std::string tensor;
+  GgmlType from, to;
+  std::string why;  // "type", "mix", "override PATTERN", "fallback: rows do not fit T", "1-D tensors are f32"
+};
+
 struct QuantizeStats {
   int tensors = 0;
   int fallbacks = 0;
   uint64_t in_bytes = 0, out_bytes = 0;
+  std::vector<TypeChange> changes;  // in file order
 };
 
 Status QuantizeModel(const std::string& in_path, const std::string& out_path, const QuantizeOptions& opts,

@@ -57,14 +57,27 @@ TEST(Quantize, Q8_0WithFallbackMatchesInput) {
 TEST(Quantize, OverrideAndBadArgs) {
   QuantizeOptions o;
   ASSERT_TRUE(ParseQuantizeType("q4_0", &o).ok());
-  o.overrides.emplace_back("ffn_down", GgmlType::kQ8_0);  // q8_0 does not fit 172 either -> f16
-  o.overrides.emplace_back("attn_q", GgmlType::kF16);
-  ASSERT_TRUE(QuantizeModel(kGguf + "stories260K.f32.gguf", Tmp("q4.gguf"), o).ok());
+  o.overrides.emplace_back(R"(blk\.\d+\.ffn_down\.weight)", GgmlType::kQ8_0);  // q8_0 does not fit 172 either -> f16
+  o.overrides.emplace_back("attn_q", GgmlType::kF16);             // anchored: matches no tensor name
+  o.overrides.emplace_back(R"(blk\.0\.attn_k\.weight)", GgmlType::kF16);
+  QuantizeStats st;
+  ASSERT_TRUE(QuantizeModel(kGguf + "stories260K.f32.gguf", Tmp("q4.gguf"), o, &st).ok());
   auto out = gguf::File::Open(Tmp("q4.gguf"));
   ASSERT_TRUE(out.ok());
-  EXPECT_EQ((*out)->FindTensor("blk.0.attn_q.weight")->ggml_type(), GgmlType::kF16);
-  EXPECT_EQ((*out)->FindTensor("blk.0.attn_k.weight")->ggml_type(), GgmlType::kQ4_0);
+  EXPECT_EQ((*out)->FindTensor("blk.0.attn_q.weight")->ggml_type(), GgmlType::kQ4_0);
+  EXPECT_EQ((*out)->FindTensor("blk.0.attn_k.weight")->ggml_type(), GgmlType::kF16);
+  EXPECT_EQ((*out)->FindTensor("blk.1.attn_k.weight")->ggml_type(), GgmlType::kQ4_0);
   EXPECT_EQ((*out)->FindTensor("blk.0.ffn_down.weight")->ggml_type(), GgmlType::kF16);
+  // Every tensor whose type changed is reported, with why.
+  bool saw_override = false;
+  for (const TypeChange& c : st.changes) {
+    EXPECT_NE(c.from, c.to) << c.tensor;
+    if (c.tensor == "blk.0.attn_k.weight") {
+      saw_override = true;
+      EXPECT_EQ(c.why, R"(override blk\.0\.attn_k\.weight)");
+    }
+  }
+  EXPECT_TRUE(saw_override);
   QuantizeOptions bad;
   EXPECT_FALSE(ParseQuantizeType("q9_9", &bad).ok());
   EXPECT_FALSE(ParseQuantizeType("iq2_xs", &bad).ok());
@@ -72,6 +85,17 @@ TEST(Quantize, OverrideAndBadArgs) {
   EXPECT_FALSE(s.ok());
   o.overrides = {{"(", GgmlType::kF16}};
   EXPECT_EQ(QuantizeModel(kGguf + "stories260K.f32.gguf", Tmp("x.gguf"), o).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Quantize, RequantizingNeedsToBeAskedFor) {
+  QuantizeOptions o;
+  ASSERT_TRUE(ParseQuantizeType("q4_0", &o).ok());
+  Status s = QuantizeModel(kGguf + "stories260K.q8_0-ffn_down_f16.gguf", Tmp("rq.gguf"), o);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.message();
+  EXPECT_NE(s.message().find("--allow-requantize"), std::string::npos) << s.message();
+  o.allow_requantize = true;
+  s = QuantizeModel(kGguf + "stories260K.q8_0-ffn_down_f16.gguf", Tmp("rq.gguf"), o);
+  EXPECT_TRUE(s.ok()) << s.message();
 }
 
 }  // namespace

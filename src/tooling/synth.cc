@@ -36,6 +36,25 @@ ModelShape Make(const char* arch, const char* name, int64_t dim, int64_t layers,
   return s;
 }
 
+// qwen3: head_dim set apart from dim / n_heads (attention.key_length), as in every Qwen3 model.
+ModelShape Qwen3(const char* name, int64_t dim, int64_t layers, int64_t heads, int64_t kv, int64_t head_dim,
+                 int64_t ffn, int64_t vocab, int64_t ctx) {
+  ModelShape s = Make("qwen3", name, dim, layers, heads, kv, ffn, vocab, ctx, 1000000, 1e-6, true, false);
+  s.key_length = head_dim;
+  return s;
+}
+
+// llama with llama3 RoPE scaling (factor, low/high frequency factors, original context).
+ModelShape Llama3(const char* name, int64_t dim, int64_t layers, int64_t heads, int64_t kv, int64_t ffn, int64_t vocab,
+                  int64_t ctx, double factor, int64_t orig_ctx) {
+  ModelShape s = Make("llama", name, dim, layers, heads, kv, ffn, vocab, ctx, 500000, 1e-5, true, false);
+  s.rope_scaling_factor = factor;
+  s.rope_low_freq_factor = 1;
+  s.rope_high_freq_factor = 4;
+  s.rope_orig_context = orig_ctx;
+  return s;
+}
+
 struct PresetEntry {
   const char* name;
   ModelShape shape;
@@ -48,6 +67,16 @@ const std::vector<PresetEntry>& Presets() {
       {"qwen2.5-0.5b", Make("qwen2", "synth-qwen2.5-0.5b", 896, 24, 14, 2, 4864, 151936, 32768, 1000000, 1e-6, true, true)},
       {"llama-tiny", Make("llama", "synth-llama-tiny", 256, 4, 8, 4, 768, 2048, 2048, 10000, 1e-5, false, false)},
       {"qwen2-tiny", Make("qwen2", "synth-qwen2-tiny", 256, 4, 8, 4, 768, 2048, 2048, 1000000, 1e-6, true, true)},
+      // Qwen3-0.6B / -1.7B (config.json: hidden 1024 / 2048, 28 layers, 16 / 8 heads, head_dim 128, tied).
+      {"qwen3-0.6b", Qwen3("synth-qwen3-0.6b", 1024, 28, 16, 8, 128, 3072, 151936, 40960)},
+      {"qwen3-1.7b", Qwen3("synth-qwen3-1.7b", 2048, 28, 16, 8, 128, 6144, 151936, 40960)},
+      // Llama-3.2-1B: rope_scaling {llama3, factor 32, low 1, high 4, original_max_position_embeddings 8192}.
+      {"llama3.2-1b", Llama3("synth-llama3.2-1b", 2048, 16, 32, 8, 8192, 128256, 131072, 32, 8192)},
+      // Test shapes. qwen3-tiny: head_dim 128 with dim 256 and 4 heads (q_dim 512 != dim). llama3-tiny: an
+      // original context of 64, so that the oracle prompts (up to 65 tokens) reach the positions where the
+      // scaled frequencies turn the heads by radians (with 8192 they would only differ in tiny angles).
+      {"qwen3-tiny", Qwen3("synth-qwen3-tiny", 256, 4, 4, 2, 128, 768, 2048, 2048)},
+      {"llama3-tiny", Llama3("synth-llama3-tiny", 256, 4, 4, 2, 768, 2048, 2048, 32, 64)},
   };
   return k;
 }
@@ -86,6 +115,7 @@ Init InitFor(const TensorSpec& t, const ModelShape& s, double logit_scale) {
       return {0.0f, inv_dim};
     case TensorRole::kAttnOut: case TensorRole::kFfnDown:
       return {0.0f, 1.0f / std::sqrt(static_cast<float>(t.dims[0]))};
+    case TensorRole::kRopeFreqs: return {0.0f, 0.0f};  // computed values, not drawn (SynthesizeModel)
   }
   return {0.0f, 1.0f};
 }
@@ -126,7 +156,9 @@ Result<ModelShape> ShapeFromJson(const std::string& text, const std::string& src
   }
   if (!j.is_object()) return InvalidArgument(src + ": expected a JSON object of model shape fields");
   static const char* kKeys[] = {"preset", "arch", "name", "dim", "n_layers", "n_heads", "n_kv_heads", "ffn",
-                                "vocab", "context", "rope_base", "rms_eps", "tied", "qkv_bias"};
+                                "vocab", "context", "rope_base", "rms_eps", "tied", "qkv_bias", "head_dim",
+                                "rope_scaling_factor", "rope_low_freq_factor", "rope_high_freq_factor",
+                                "rope_orig_context"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const char* k : kKeys) known |= it.key() == k;
@@ -150,6 +182,11 @@ Result<ModelShape> ShapeFromJson(const std::string& text, const std::string& src
   ED_RETURN_IF_ERROR(GetField(j, "rms_eps", &s.rms_eps, src));
   ED_RETURN_IF_ERROR(GetField(j, "tied", &s.tied, src));
   ED_RETURN_IF_ERROR(GetField(j, "qkv_bias", &s.qkv_bias, src));
+  ED_RETURN_IF_ERROR(GetField(j, "head_dim", &s.key_length, src));
+  ED_RETURN_IF_ERROR(GetField(j, "rope_scaling_factor", &s.rope_scaling_factor, src));
+  ED_RETURN_IF_ERROR(GetField(j, "rope_low_freq_factor", &s.rope_low_freq_factor, src));
+  ED_RETURN_IF_ERROR(GetField(j, "rope_high_freq_factor", &s.rope_high_freq_factor, src));
+  ED_RETURN_IF_ERROR(GetField(j, "rope_orig_context", &s.rope_orig_context, src));
   ED_RETURN_IF_ERROR(s.Validate().WithContext(src));
   return s;
 }
@@ -185,9 +222,9 @@ Status SynthesizeModel(const SynthConfig& cfg, const std::string& out_path, Synt
     GgmlType ty = t.dims.size() == 1 ? GgmlType::kF32 : FitType(cfg.type, t.dims[0]);
     if (t.dims.size() > 1 && ty != cfg.type) {
       ++st.n_fallbacks;
-      if (cfg.progress)
-        std::fprintf(stderr, "synth: %s: row length %lld does not fit %s, using %s\n", t.name.c_str(),
-                     static_cast<long long>(t.dims[0]), TypeTraits(cfg.type).name, TypeTraits(ty).name);
+      if (cfg.log)
+        cfg.log(t.name + ": row length " + std::to_string(t.dims[0]) + " does not fit " + TypeTraits(cfg.type).name +
+                ", using " + TypeTraits(ty).name);
     }
     types.push_back(ty);
     ED_RETURN_IF_ERROR(w.Declare(t.name, t.dims, ty));
@@ -203,16 +240,22 @@ Status SynthesizeModel(const SynthConfig& cfg, const std::string& out_path, Synt
   int last_layer = -2;
   for (size_t ti = 0; ti < specs.size(); ++ti) {
     const TensorSpec& t = specs[ti];
-    if (cfg.progress && big && t.layer != last_layer) {
+    if (cfg.log && big && t.layer != last_layer) {
       last_layer = t.layer;
       const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (t.layer >= 0)
-        std::fprintf(stderr, "synth: layer %d/%lld (%.1f s)\n", t.layer + 1, static_cast<long long>(s.n_layers), el);
+      char line[96];
+      std::snprintf(line, sizeof line, "layer %d/%lld (%.1f s)", t.layer + 1, static_cast<long long>(s.n_layers), el);
+      if (t.layer >= 0) cfg.log(line);
     }
     const Init init = InitFor(t, s, logit_scale);
     const uint64_t tensor_seed = MixSeed(cfg.seed, Fnv1a(t.name));
     const int64_t n = t.dims[0], rows = t.n_elements() / n;
     const size_t row_bytes = RowBytes(types[ti], n);
+    if (t.role == TensorRole::kRopeFreqs) {  // 1-D f32
+      const std::vector<float> ff = RopeFreqFactors(s);
+      ED_RETURN_IF_ERROR(w.Write(ff.data(), ff.size() * sizeof(float)));
+      continue;
+    }
     // About 4M elements per chunk: small memory, enough rows to split over threads.
     const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 22) / n);
     f32.resize(static_cast<size_t>(std::min(chunk, rows) * n));

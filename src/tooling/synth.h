@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,15 +28,19 @@ struct SynthConfig {
   std::string vocab_path;          // vocab GGUF whose tokenizer.* keys are copied; empty: synthetic SPM
   double logit_scale = 0;          // std of the output logits; 0: DefaultLogitScale(vocab)
   int threads = 2;
-  bool progress = false;           // per-layer progress and per-tensor type fallbacks on stderr
+  // Called with per-layer progress and per-tensor type fallbacks (one line each, no newline); may be empty.
+  std::function<void(const std::string&)> log;
 };
 
-// Preset names: tinyllama-1.1b, smollm2-135m, qwen2.5-0.5b, llama-tiny, qwen2-tiny.
+// Preset names: tinyllama-1.1b, smollm2-135m, qwen2.5-0.5b, llama-tiny, qwen2-tiny, qwen3-0.6b, qwen3-1.7b,
+// llama3.2-1b, qwen3-tiny, llama3-tiny.
 std::vector<std::string> PresetNames();
 Result<ModelShape> Preset(const std::string& name);
 // A JSON object of shape fields (all optional, over the preset `base` or llama-tiny): "preset",
 // "arch", "name", "dim", "n_layers", "n_heads", "n_kv_heads", "ffn", "vocab", "context",
-// "rope_base", "rms_eps", "tied", "qkv_bias". Unknown keys are errors (so typos are caught).
+// "rope_base", "rms_eps", "tied", "qkv_bias", "head_dim" (0: dim / n_heads), "rope_scaling_factor" (> 0:
+// llama3 RoPE scaling), "rope_low_freq_factor", "rope_high_freq_factor", "rope_orig_context". Unknown keys
+// are errors (so typos are caught).
 Result<ModelShape> ShapeFromJson(const std::string& json_text, const std::string& source_name);
 
 double DefaultLogitScale(int64_t vocab);

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "llm/rope_scaling.h"
 #include "quant/quant.h"
 
 namespace edgedecode::tooling {
@@ -65,6 +67,87 @@ TEST(Synth, Qwen2TinyAndFallbacks) {
   EXPECT_EQ((*f)->FindTensor("blk.0.attn_q.bias")->ggml_type(), GgmlType::kF32);
   EXPECT_EQ((*f)->FindTensor("blk.0.attn_q.weight")->ggml_type(), GgmlType::kQ5_0);
   EXPECT_EQ((*f)->FindTensor("blk.0.ffn_down.weight")->ggml_type(), GgmlType::kQ4_K);  // rows of 768
+}
+
+// The llama3 factors against the formula of llama.cpp's converter (conversion/llama.py,
+// generate_extra_tensors), written here in double: Llama-3.2-1B's parameters.
+TEST(Synth, Llama3RopeFactorsFollowTheConverter) {
+  const int n_rot = 64;
+  const double base = 500000, factor = 32, low = 1, high = 4, orig = 8192;
+  llm::Llama3RopeScaling s;
+  s.factor = 32;
+  s.low_freq_factor = 1;
+  s.high_freq_factor = 4;
+  s.orig_ctx = 8192;
+  const std::vector<float> got = llm::Llama3RopeFactors(n_rot, static_cast<float>(base), s);
+  ASSERT_EQ(got.size(), 32u);
+  int n_one = 0, n_factor = 0, n_smooth = 0;
+  for (int i = 0; i < n_rot / 2; ++i) {
+    const double freq = 1.0 / std::pow(base, 2.0 * i / n_rot);
+    const double wavelen = 2 * M_PI / freq;
+    double want;
+    if (wavelen < orig / high) {
+      want = 1, ++n_one;
+    } else if (wavelen > orig / low) {
+      want = factor, ++n_factor;
+    } else {
+      const double smooth = (orig / wavelen - low) / (high - low);
+      want = 1 / ((1 - smooth) / factor + smooth), ++n_smooth;
+    }
+    EXPECT_NEAR(got[static_cast<size_t>(i)], want, 1e-5 * want) << "dim pair " << i;
+  }
+  // Every regime is exercised: short wavelengths kept, long ones divided by 32, a blend between.
+  EXPECT_GT(n_one, 0);
+  EXPECT_GT(n_factor, 0);
+  EXPECT_GT(n_smooth, 0);
+}
+
+TEST(Synth, Qwen3AndLlama3Shapes) {
+  // Parameter counts of the real models (embeddings included, tied).
+  EXPECT_EQ(Preset("qwen3-0.6b")->n_params(), 596049920);
+  EXPECT_EQ(Preset("qwen3-1.7b")->n_params(), 1720574976);
+  EXPECT_EQ(Preset("llama3.2-1b")->n_params(), 1235814400 + 32);  // + rope_freqs.weight
+  SynthConfig c;
+  c.shape = Preset("qwen3-tiny").value();
+  ASSERT_TRUE(SynthesizeModel(c, Tmp("q3.gguf")).ok());
+  auto f = gguf::File::Open(Tmp("q3.gguf"));
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ((*f)->GetStringOr("general.architecture", ""), "qwen3");
+  EXPECT_EQ((*f)->GetIntOr("qwen3.attention.key_length", 0), 128);
+  EXPECT_EQ((*f)->GetIntOr("qwen3.attention.value_length", 0), 128);
+  EXPECT_EQ((*f)->GetIntOr("qwen3.rope.dimension_count", 0), 128);
+  EXPECT_EQ((*f)->FindTensor("blk.0.attn_q.weight")->dims, (std::vector<int64_t>{256, 512}));
+  EXPECT_EQ((*f)->FindTensor("blk.0.attn_k.weight")->dims, (std::vector<int64_t>{256, 256}));
+  EXPECT_EQ((*f)->FindTensor("blk.0.attn_output.weight")->dims, (std::vector<int64_t>{512, 256}));
+  EXPECT_EQ((*f)->FindTensor("blk.3.attn_q_norm.weight")->dims, (std::vector<int64_t>{128}));
+  EXPECT_EQ((*f)->FindTensor("blk.3.attn_k_norm.weight")->ggml_type(), GgmlType::kF32);
+  EXPECT_EQ((*f)->FindTensor("blk.0.attn_q.bias"), nullptr);
+  EXPECT_EQ((*f)->FindTensor("output.weight"), nullptr);  // tied
+
+  c.shape = Preset("llama3-tiny").value();
+  ASSERT_TRUE(SynthesizeModel(c, Tmp("l3.gguf")).ok());
+  f = gguf::File::Open(Tmp("l3.gguf"));
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  const gguf::TensorInfo* t = (*f)->FindTensor("rope_freqs.weight");
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(t->dims, (std::vector<int64_t>{32}));
+  ASSERT_EQ(t->ggml_type(), GgmlType::kF32);
+  const std::vector<float> want = RopeFreqFactors(c.shape);
+  std::vector<float> stored(32);
+  std::memcpy(stored.data(), t->data, sizeof(float) * 32);
+  EXPECT_EQ(stored, want);
+  EXPECT_EQ(want.front(), 1.0f);
+  EXPECT_EQ(want.back(), 32.0f);
+  // No rope.scaling.* keys: llama.cpp would read a factor without a type it knows as linear scaling.
+  EXPECT_EQ((*f)->GetStringOr("llama.rope.scaling.type", "absent"), "absent");
+  EXPECT_EQ((*f)->GetFloatOr("llama.rope.scaling.factor", -1), -1);
+  EXPECT_EQ((*f)->FindTensor("output.weight"), nullptr);
+
+  auto j = ShapeFromJson("{\"preset\": \"qwen3-tiny\", \"head_dim\": 64, \"rope_scaling_factor\": 8}", "x.json");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_EQ(j->head_dim(), 64);
+  EXPECT_TRUE(j->llama3_rope());
+  EXPECT_FALSE(ShapeFromJson("{\"preset\": \"llama3-tiny\", \"rope_low_freq_factor\": 5}", "x.json").ok());
 }
 
 TEST(Synth, BadConfig) {

@@ -2,7 +2,10 @@
 // q4_0 as integer block sums accumulated in float (see RefMatMul).
 // Also the q8 activation quantizer used by every integer SIMD path (scalar: it is O(m*k), the matmul
 // is O(rows*m*k)).
+#include <algorithm>
+#include <cassert>
 #include <cmath>
+#include <vector>
 
 #include "quant/blocks.h"
 
@@ -98,6 +101,83 @@ void QuantizeQ8(GgmlType wt, const float* x, int64_t k, int8_t* qs, float* d, fl
     bs[2 * b] = static_cast<int16_t>(sum[0]);
     bs[2 * b + 1] = static_cast<int16_t>(sum[1]);
   }
+}
+
+void RefHalfToFloatRow(const uint16_t* h, float* f, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) f[i] = quant::HalfToFloat(h[i]);
+}
+
+void RefAccumulateRows(GgmlType vt, const uint8_t* v, size_t row_bytes, int64_t hd, int64_t n, const float* w, int64_t ldw,
+                       int64_t m, float* acc, int64_t ldacc) {
+  // The reference: float rows as they are; quantized rows as their integer values q with the block's
+  // scale in the weight, acc += (w * d) * q -- the same sums in the same order as the SIMD paths.
+  assert(vt == GgmlType::kF32 || vt == GgmlType::kF16 || hd % 32 == 0);
+  const bool quantized = vt == GgmlType::kQ8_0 || vt == GgmlType::kQ4_0;
+  std::vector<float> row(static_cast<size_t>(hd)), scale(static_cast<size_t>(hd), 1.0f);
+  for (int64_t t = 0; t < n; ++t) {
+    const uint8_t* r = v + t * row_bytes;
+    if (!quantized) {
+      quant::DequantizeRow(vt, r, row.data(), hd);
+    } else {
+      for (int64_t b = 0; b < hd / 32; ++b) {
+        float* rb = row.data() + 32 * b;
+        uint16_t d16;
+        if (vt == GgmlType::kQ8_0) {
+          const auto& blk = reinterpret_cast<const quant::BlockQ8_0*>(r)[b];
+          for (int e = 0; e < 32; ++e) rb[e] = static_cast<float>(blk.qs[e]);
+          d16 = blk.d;
+        } else {
+          const auto& blk = reinterpret_cast<const quant::BlockQ4_0*>(r)[b];
+          for (int e = 0; e < 16; ++e) {
+            rb[e] = static_cast<float>((blk.qs[e] & 0x0F) - 8);
+            rb[e + 16] = static_cast<float>((blk.qs[e] >> 4) - 8);
+          }
+          d16 = blk.d;
+        }
+        std::fill(scale.begin() + 32 * b, scale.begin() + 32 * (b + 1), quant::HalfToFloat(d16));
+      }
+    }
+    for (int64_t j = 0; j < m; ++j)
+      for (int64_t d = 0; d < hd; ++d)
+        acc[j * ldacc + d] = std::fma(w[j * ldw + t] * scale[static_cast<size_t>(d)], row[d], acc[j * ldacc + d]);
+  }
+}
+
+void RefAttentionScores(GgmlType kt, const uint8_t* k, size_t row_bytes, int64_t hd, int64_t n, const float* q, int64_t ldq,
+                        int64_t m, float* s, int64_t lds) {
+  std::vector<float> row(static_cast<size_t>(hd));
+  for (int64_t t = 0; t < n; ++t) {
+    quant::DequantizeRow(kt, k + t * row_bytes, row.data(), hd);
+    for (int64_t j = 0; j < m; ++j) {
+      double dot = 0;
+      for (int64_t d = 0; d < hd; ++d) dot += static_cast<double>(q[j * ldq + d]) * row[d];
+      s[j * lds + t] = static_cast<float>(dot);
+    }
+  }
+}
+
+float RefScaleMax(float* s, int64_t n, float scale, float init) {
+  float m = init;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, s[i] *= scale);
+  return m;
+}
+
+float RefExpSubSum(const float* s, float mx, float* w, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += (w[i] = std::exp(s[i] - mx));
+  return sum;
+}
+
+void RefSiluMul(float* g, const float* u, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+void RefRmsNorm(const float* x, const float* w, int64_t n, float eps, float* out) {
+  double part[8] = {};
+  for (int64_t j = 0; j < n; ++j) part[j % 8] += static_cast<double>(x[j]) * x[j];
+  const double ss = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
+  for (int64_t j = 0; j < n; ++j) out[j] = x[j] * scale * w[j];
 }
 
 }  // namespace edgedecode::kernels::detail

@@ -1,8 +1,5 @@
 // `edgedecode bench`: prefill (pp) and decode (tg) speed like llama-bench, with the decode roofline
 // (read bandwidth measured in the same run / bytes read per token) beside each decode figure.
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -10,10 +7,11 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/model_options.h"
+#include "cli/output_file.h"
+#include "cli/signals.h"
 #include "doctor/bandwidth.h"
-#include "llm/cli_options.h"
-#include "llm/context.h"
-#include "llm/model.h"
 
 namespace edgedecode::cli {
 namespace {
@@ -32,13 +30,18 @@ Stats Summarize(std::vector<double> v) {
   return s;
 }
 
-std::vector<int> ParseList(const std::string& s) {
+Result<std::vector<int>> ParseThreadList(const std::string& s) {
   std::vector<int> out;
   std::stringstream ss(s);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    if (!item.empty()) out.push_back(std::stoi(item));
+    if (item.empty()) continue;
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (*end != '\0' || v < 1 || v > 4096) return InvalidArgument("-t: '" + item + "' is not a thread count (1..4096)");
+    out.push_back(static_cast<int>(v));
   }
+  if (out.empty()) return InvalidArgument("-t needs at least one thread count");
   return out;
 }
 
@@ -78,71 +81,82 @@ double MacsPerToken(const llm::Model& m) {
 }
 
 int BenchMain(int argc, char** argv) {
+  const std::string cmd = "edgedecode bench";
   CLI::App app{"Prefill and decode speed, median of repeated runs, with the decode roofline "
                "(memory read bandwidth measured here / bytes read per token).",
-               "edgedecode bench"};
-  std::string model_path, threads_arg = "1,2", kernels_arg = "auto";
-  int n_prompt = 512, n_gen = 128, reps = 3, depth = 0, verify = 0, n_batch = 512;
-  bool json = false, no_repack = false;
+               cmd};
+  ModelOptions mo;  // -m, --kernels, --no-repack, -b, --no-fuse; -t and --kv-type take lists here
+  std::string threads_arg = "1,2";
+  int n_prompt = 512, n_gen = 128, reps = 3, depth = 0, verify = 0;
+  JsonOutput json;
   std::string kv_type = "f16";
+  app.add_option("-m,--model", mo.model, "GGUF model file")->required();
   app.add_option("--kv-type", kv_type, "KV cache types, comma-separated (f16, q8_0, q4_0, f32); with several, the decode runs alternate between them")->capture_default_str();
-  app.add_option("-m,--model", model_path, "GGUF model file")->required();
   app.add_option("-p,--n-prompt", n_prompt, "prefill test length (0 = skip)")->capture_default_str();
   app.add_option("-n,--n-gen", n_gen, "decode test length (0 = skip)")->capture_default_str();
   app.add_option("-t,--threads", threads_arg, "thread counts, comma-separated")->capture_default_str();
-  app.add_option("-r,--repetitions", reps, "runs per test (the median is reported)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("-r,--repetitions", reps, "runs per test (the median is reported)")->capture_default_str();
   app.add_option("-d,--depth", depth, "KV cache depth before the decode test")->capture_default_str();
   app.add_option("-k,--verify", verify, "also time one forward pass over K tokens (speculative verify), as a multiple of one decode step, with its int8 GMAC/s");
-  app.add_option("-b,--batch", n_batch, "prefill batch")->capture_default_str();
-  app.add_option("--kernels", kernels_arg, "auto, ref, avx2, avx512, neon")->capture_default_str();
-  app.add_flag("--json", json, "one JSON object per result line");
-  app.add_flag("--no-repack", no_repack, "keep the matrices in the file mapping and layout (A/B of the huge-page copy and the repacked q4_0 / q8_0 / q4_K / q6_K kernels)");
-  std::string no_fuse;
-  AddNoFuse(app, no_fuse);
+  app.add_option("-b,--batch-size,--batch", mo.n_batch, "prefill batch")->capture_default_str();
+  app.add_option("--kernels", mo.kernels, "auto, ref, avx2, avx512, neon")->capture_default_str();
+  json.Add(app, "one object per result line (JSON Lines)");
+  app.add_flag("--no-repack", mo.no_repack, "keep the matrices in the file mapping and layout (A/B of the huge-page copy and the repacked q4_0 / q8_0 / q4_K / q6_K kernels)");
+  AddNoFuse(app, mo.no_fuse);
   ProfileOptions po;
   po.Add(app);
-  CLI11_PARSE(app, argc, argv);
-
-  auto fusions = llm::ResolveFusions(no_fuse);
-  if (!fusions.ok()) return Fail(fusions.status());
-
-  auto isa = kernels::ResolveIsa(kernels_arg);
-  if (!isa.ok()) {
-    std::fprintf(stderr, "edgedecode: %s\n", isa.status().message().c_str());
-    return 2;
+  if (auto rc = Parse(app, argc, argv)) return *rc;
+  if (reps < 1) return Fail(cmd, InvalidArgument("-r must be >= 1"));
+  if (n_prompt < 0 || n_gen < 0 || depth < 0 || verify < 0) return Fail(cmd, InvalidArgument("-p, -n, -d and -k must be >= 0"));
+  auto thread_counts = ParseThreadList(threads_arg);
+  if (!thread_counts.ok()) return Fail(cmd, thread_counts.status());
+  if (Status st = po.Validate({mo.model}); !st.ok()) return Fail(cmd, st);
+  if (json.on() && !json.to_stdout()) {
+    if (Status st = CheckOutputIsNotInput(json.path(), {mo.model}, "--json"); !st.ok()) return Fail(cmd, st);
   }
-  auto model = llm::Model::Load(model_path);
-  if (!model.ok()) {
-    std::fprintf(stderr, "edgedecode: %s\n", model.status().message().c_str());
-    return 3;
-  }
-  if (!no_repack) (*model)->RepackForKernels(*isa);
-  const llm::Model& m = **model;
-  const double model_mib = static_cast<double>(m.file().file_size()) / (1 << 20);
-  // One profile per (threads, test), over the measured runs only (not the warm-up run, not the depth fill).
-  std::vector<std::unique_ptr<llm::Profiler>> profiles;
-  std::vector<std::pair<std::string, const llm::Profiler*>> traced;
-  if (!json && !fusions->all_on()) std::printf("fusions off: %s\n\n", fusions->OffList().c_str());
-  if (!json)
-    std::printf("| model | size MiB | threads | kernels | test | t/s median | min..max | GB/s read | roofline t/s | %% of roofline |\n"
-                "|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<GgmlType> kv_types;
   {
     std::stringstream ss(kv_type);
     std::string item;
     while (std::getline(ss, item, ',')) {
       GgmlType t;
-      if (!ParseGgmlType(item, &t) || !(t == GgmlType::kF16 || t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0 || t == GgmlType::kF32)) {
-        std::fprintf(stderr, "edgedecode: unknown KV type '%s' (f16, q8_0, q4_0, f32)\n", item.c_str());
-        return 2;
-      }
+      if (!ParseGgmlType(item, &t) || !(t == GgmlType::kF16 || t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0 || t == GgmlType::kF32))
+        return Fail(cmd, InvalidArgument("--kv-type: unknown KV type '" + item + "' (f16, q8_0, q4_0, f32)"));
       kv_types.push_back(t);
     }
-    if (kv_types.empty()) { std::fprintf(stderr, "edgedecode: --kv-type needs at least one type\n"); return 2; }
+    if (kv_types.empty()) return Fail(cmd, InvalidArgument("--kv-type needs at least one type"));
   }
+
+  auto weights = LoadWeights(mo);
+  if (!weights.ok()) return Fail(cmd, weights.status());
+  const kernels::Isa isa = weights->isa;
+  const llm::FusionSet fusions = weights->fusions;
+  const llm::Model& m = *weights->model;
+  InterruptScope interrupt;
+  std::string jsonl;  // --json FILE: written at the end
+  auto print_json = [&](nlohmann::json j) {
+    j["schema_version"] = kJsonSchemaVersion;
+    j["command"] = "bench";
+    const std::string line = DumpJson(j) + "\n";
+    if (json.to_stdout()) {
+      std::fputs(line.c_str(), stdout);
+      std::fflush(stdout);
+    } else {
+      jsonl += line;
+    }
+  };
+  FILE* out = json.text();
+  const double model_mib = static_cast<double>(m.file().file_size()) / (1 << 20);
+  // One profile per (threads, test), over the measured runs only (not the warm-up run, not the depth fill).
+  std::vector<std::unique_ptr<llm::Profiler>> profiles;
+  std::vector<std::pair<std::string, const llm::Profiler*>> traced;
+  if (!fusions.all_on()) std::fprintf(out, "fusions off: %s\n\n", fusions.OffList().c_str());
+  std::fprintf(out, "| model | size MiB | threads | kernels | test | t/s median | min..max | GB/s read | roofline t/s | %% of roofline |\n"
+                    "|---|---|---|---|---|---|---|---|---|---|\n");
   const bool label_kv = kv_types.size() > 1 || kv_types[0] != GgmlType::kF16;
   const std::string tg_name = "tg" + std::to_string(n_gen) + (depth ? "@d" + std::to_string(depth) : "");
-  for (int threads : ParseList(threads_arg)) {
+  for (int threads : *thread_counts) {
+    if (InterruptScope::requested()) break;
     // One context per KV type. Prefill runs type after type; the decode runs alternate between the types
     // (run r of every type, then run r + 1), so that a shared machine's slow spells hit all of them alike.
     struct KvRun {
@@ -155,16 +169,20 @@ int BenchMain(int argc, char** argv) {
     for (GgmlType kv : kv_types) {
       llm::ContextParams cp;
       cp.n_threads = threads;
-      cp.isa = *isa;
-      cp.n_batch = n_batch;
-      cp.fusions = *fusions;
+      cp.isa = isa;
+      cp.n_batch = mo.n_batch;
+      cp.fusions = fusions;
       cp.type_k = cp.type_v = kv;
       cp.n_ctx = std::max(n_prompt, depth + n_gen + std::max(verify, 1) + 8);
+      llm::PlanParams pp;
+      pp.n_ctx = cp.n_ctx;
+      pp.n_batch = cp.n_batch;
+      pp.type_k = pp.type_v = kv;
+      pp.n_threads = threads;
+      llm::MemoryPlan plan;
+      if (Status st = CheckPlanFits(m, pp, &plan); !st.ok()) return Fail(cmd, st);
       auto ctx = llm::Context::Create(m, cp);
-      if (!ctx.ok()) {
-        std::fprintf(stderr, "edgedecode: %s\n", ctx.status().message().c_str());
-        return 2;
-      }
+      if (!ctx.ok()) return Fail(cmd, ctx.status());
       runs.push_back(KvRun{kv, std::move(*ctx), nullptr, {}, {}, {}});
     }
     auto label = [&](const std::string& test, GgmlType kv) {
@@ -186,25 +204,27 @@ int BenchMain(int argc, char** argv) {
                     llm::Profiler* prof) {
       Stats s = Summarize(tps);
       const std::string name = label(test, kv);
-      if (json) {
-        nlohmann::json j = {{"model", model_path}, {"size_bytes", m.file().file_size()}, {"threads", threads},
-                            {"kernels", kernels::IsaName(*isa)}, {"test", test}, {"kv_type", TypeName(static_cast<uint32_t>(kv))},
+      if (tps.empty()) return;  // interrupted before a measured run
+      if (json.on()) {
+        nlohmann::json j = {{"model", mo.model}, {"size_bytes", m.file().file_size()}, {"threads", threads},
+                            {"kernels", kernels::IsaName(isa)}, {"test", test}, {"kv_type", TypeName(static_cast<uint32_t>(kv))},
                             {"tps_median", s.median}, {"tps_min", s.min}, {"tps_max", s.max}, {"runs", tps.size()}};
         if (roof > 0) j.update({{"read_gb_s", gbps}, {"roofline_tps", roof}, {"roofline_pct", 100 * s.median / roof}});
-        if (!fusions->all_on()) j["fusions_off"] = fusions->OffList();
+        if (!fusions.all_on()) j["fusions_off"] = fusions.OffList();
         if (prof != nullptr && po.profile) j["profile"] = prof->ToJson();
-        std::printf("%s\n", j.dump().c_str());
-      } else if (roof > 0) {
-        std::printf("| %s | %.0f | %d | %s | %s | %.2f | %.2f..%.2f | %.1f | %.2f | %.0f%% |\n", m.config().name.c_str(), model_mib,
-                    threads, kernels::IsaName(*isa), name.c_str(), s.median, s.min, s.max, gbps, roof, 100 * s.median / roof);
-      } else {
-        std::printf("| %s | %.0f | %d | %s | %s | %.2f | %.2f..%.2f | | | |\n", m.config().name.c_str(), model_mib, threads,
-                    kernels::IsaName(*isa), name.c_str(), s.median, s.min, s.max);
+        print_json(j);
       }
-      std::fflush(stdout);
+      if (roof > 0) {
+        std::fprintf(out, "| %s | %.0f | %d | %s | %s | %.2f | %.2f..%.2f | %.1f | %.2f | %.0f%% |\n", m.config().name.c_str(), model_mib,
+                     threads, kernels::IsaName(isa), name.c_str(), s.median, s.min, s.max, gbps, roof, 100 * s.median / roof);
+      } else {
+        std::fprintf(out, "| %s | %.0f | %d | %s | %s | %.2f | %.2f..%.2f | | | |\n", m.config().name.c_str(), model_mib, threads,
+                     kernels::IsaName(isa), name.c_str(), s.median, s.min, s.max);
+      }
+      std::fflush(out);
       if (prof != nullptr && po.profile) {
         std::fprintf(stderr, "\n%s, %d threads (profile of the %d measured runs):", name.c_str(), threads, reps);
-        prof->Print(stderr);
+        std::fputs(prof->FormatTable().c_str(), stderr);
         std::fprintf(stderr, "\n");
       }
     };
@@ -214,14 +234,14 @@ int BenchMain(int argc, char** argv) {
         llm::Context& c = *run.ctx;
         std::vector<double> tps;
         llm::Profiler* prof = new_profile(label("pp" + std::to_string(n_prompt), run.kv), c);
-        for (int r = 0; r <= reps; ++r) {  // run 0 warms up
+        for (int r = 0; r <= reps && !InterruptScope::requested(); ++r) {  // run 0 warms up
           c.Reset();
           attach(c, prof, r);
           auto t0 = Clock::now();
           Status st = c.Eval(toks.data(), n_prompt, false);
           double s = std::chrono::duration<double>(Clock::now() - t0).count();
           c.SetProfiler(nullptr);
-          if (!st.ok()) { std::fprintf(stderr, "edgedecode: %s\n", st.message().c_str()); return 1; }
+          if (!st.ok()) return Fail(cmd, st);
           if (r > 0) tps.push_back(n_prompt / s);
         }
         emit("pp" + std::to_string(n_prompt), run.kv, tps, 0, 0, prof);
@@ -232,12 +252,11 @@ int BenchMain(int argc, char** argv) {
       for (KvRun& run : runs) {  // the depth is filled once per context (the same tokens every run)
         run.ctx->Reset();
         if (depth > 0) {
-          Status st = run.ctx->Eval(toks.data(), depth, false);
-          if (!st.ok()) { std::fprintf(stderr, "edgedecode: %s\n", st.message().c_str()); return 1; }
+          if (Status st = run.ctx->Eval(toks.data(), depth, false); !st.ok()) return Fail(cmd, st);
         }
         if (n_gen > 0) run.prof = new_profile(label(tg_name, run.kv), *run.ctx);
       }
-      for (int r = 0; r <= reps; ++r) {  // run 0 warms up
+      for (int r = 0; r <= reps && !InterruptScope::requested(); ++r) {  // run 0 warms up
         for (KvRun& run : runs) {
           llm::Context& c = *run.ctx;
           c.Truncate(depth);
@@ -259,7 +278,7 @@ int BenchMain(int argc, char** argv) {
         const double bw = Summarize(run.gbps).median;
         const double roof = bw * 1e9 / BytesPerToken(m, depth + n_gen / 2, run.kv);
         if (n_gen > 0) emit(tg_name, run.kv, run.tps, bw, roof, run.prof);
-        if (verify > 0 && n_gen > 0) {
+        if (verify > 0 && n_gen > 0 && !run.step_s.empty() && !InterruptScope::requested()) {
           std::vector<double> ratio;
           const double step = Summarize(run.step_s).median;
           for (int r = 0; r <= reps; ++r) {
@@ -272,22 +291,24 @@ int BenchMain(int argc, char** argv) {
           Stats s = Summarize(ratio);
           const double gmacs = verify * MacsPerToken(m) / (s.median * step) / 1e9;
           const std::string vname = label("verify" + std::to_string(verify), run.kv);
-          if (json) {
-            std::printf("%s\n", nlohmann::json({{"model", model_path}, {"threads", threads}, {"test", "verify" + std::to_string(verify)},
-                                                {"kv_type", TypeName(static_cast<uint32_t>(run.kv))},
-                                                {"cost_vs_decode_step_median", s.median}, {"gmac_per_s", gmacs}}).dump().c_str());
-          } else {
-            std::printf("| %s | %.0f | %d | %s | %s | %.2fx one decode step (%.0f GMAC/s) | %.2f..%.2f | | | |\n",
-                        m.config().name.c_str(), model_mib, threads, kernels::IsaName(*isa), vname.c_str(), s.median, gmacs,
-                        s.min, s.max);
-          }
+          if (json.on())
+            print_json({{"model", mo.model}, {"threads", threads}, {"test", "verify" + std::to_string(verify)},
+                        {"kv_type", TypeName(static_cast<uint32_t>(run.kv))}, {"cost_vs_decode_step_median", s.median},
+                        {"gmac_per_s", gmacs}});
+          std::fprintf(out, "| %s | %.0f | %d | %s | %s | %.2fx one decode step (%.0f GMAC/s) | %.2f..%.2f | | | |\n",
+                       m.config().name.c_str(), model_mib, threads, kernels::IsaName(isa), vname.c_str(), s.median, gmacs,
+                       s.min, s.max);
         }
       }
     }
   }
-  if (!po.trace.empty()) {
-    Status st = llm::Profiler::WriteTrace(po.trace, traced);
-    if (!st.ok()) return Fail(st);
+  if (Status st = po.WriteTrace(traced); !st.ok()) return Fail(cmd, st);
+  if (json.on() && !json.to_stdout()) {
+    if (Status st = WriteFileAtomically(json.path(), jsonl); !st.ok()) return Fail(cmd, st);
+  }
+  if (InterruptScope::requested()) {
+    std::fprintf(stderr, "bench: interrupted; the results above are the tests that finished\n");
+    return ToInt(InterruptScope::exit_code());
   }
   return 0;
 }

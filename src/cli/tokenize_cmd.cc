@@ -1,0 +1,56 @@
+// `edgedecode tokenize`: text to token ids (and pieces), for checks against llama-tokenize.
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "gguf/gguf.h"
+#include "tok/tokenizer.h"
+
+namespace edgedecode::cli {
+
+int TokenizeMain(int argc, char** argv) {
+  const std::string cmd = "edgedecode tokenize";
+  CLI::App app{"Tokenize text with the tokenizer stored in a GGUF file (ids on one line).", cmd};
+  std::string model, prompt, file;
+  bool no_bos = false, pieces = false, no_special = false;
+  JsonOutput json;
+  app.add_option("-m,--model", model, "GGUF file (a model or a vocab-only file)")->required();
+  CLI::Option* p = app.add_option("-p,--prompt", prompt, "text to tokenize ('-': stdin)");
+  app.add_option("-f,--file", file, "read the text from FILE ('-': stdin)")->excludes(p);
+  app.add_flag("--no-bos", no_bos, "do not prepend BOS");
+  app.add_flag("--no-parse-special", no_special, "treat control-token text as plain text");
+  app.add_flag("--pieces", pieces, "print one 'id<TAB>piece' line per token");
+  json.Add(app, "{ids, pieces}");
+  if (auto rc = Parse(app, argc, argv)) return *rc;
+  if (p->count() == 0 && file.empty()) return Fail(cmd, InvalidArgument("give the text with -p TEXT or -f FILE"));
+  std::string text = prompt;
+  if (!file.empty() || prompt == "-") {
+    auto t = ReadInputText(file.empty() ? "-" : file);
+    if (!t.ok()) return Fail(cmd, t.status());
+    text = *t;
+  }
+  auto gguf = gguf::File::Open(model);
+  if (!gguf.ok()) return Fail(cmd, gguf.status());
+  auto tk = tok::Tokenizer::FromGguf(**gguf);
+  if (!tk.ok()) return Fail(cmd, tk.status());
+  for (const std::string& w : (*tk)->warnings()) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  const auto ids = (*tk)->Encode(text, !no_bos && (*tk)->add_bos_default(), !no_special);
+  FILE* out = json.text();
+  if (pieces) {
+    for (int32_t id : ids) std::fprintf(out, "%d\t%s\n", id, (*tk)->TokenToPiece(id, true).c_str());
+  } else if (!json.to_stdout()) {
+    for (size_t i = 0; i < ids.size(); ++i) std::fprintf(out, i ? " %d" : "%d", ids[i]);
+    std::fprintf(out, "\n");
+  }
+  if (json.on()) {
+    nlohmann::json j;
+    j["ids"] = ids;
+    nlohmann::json ps = nlohmann::json::array();
+    for (int32_t id : ids) ps.push_back((*tk)->TokenText(id));
+    j["pieces"] = ps;
+    if (Status st = json.Write(j, "tokenize", {model, file}); !st.ok()) return Fail(cmd, st);
+  }
+  return 0;
+}
+
+}  // namespace edgedecode::cli
