@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -67,6 +68,16 @@ Finding Note(const std::string& code, Severity sev, std::string msg) {
   return f;
 }
 
+// What --fix needs of a text conversion: the UTF-8 (only when it differs from the input) and the
+// counts its log reports.
+void KeepConversion(const DataOptions& opt, Conversion* conv, FileReport* r) {
+  r->bad_sequences = conv->bad.size();
+  r->repaired_lines.clear();
+  for (const auto& l : conv->repaired) r->repaired_lines.push_back(l.line);
+  const bool changed = r->text.encoding != "UTF-8" || r->text.bom_bytes || !conv->bad.empty() || !conv->repaired.empty();
+  if (opt.keep_text && changed) r->utf8 = std::move(conv->utf8);
+}
+
 // Everything about one file that does not need its neighbours.
 void CheckOne(const std::string& abs, FileReport* r, const DataOptions& opt, std::vector<uint8_t>* buf) {
   if (!ReadAll(abs, buf)) {
@@ -109,7 +120,9 @@ void CheckOne(const std::string& abs, FileReport* r, const DataOptions& opt, std
         c.findings.push_back(Note("corrupt", Severity::kError, "signature not recognised, yet decodes as " + std::string(FormatName(decode_as))));
     }
     for (auto& f : c.findings) r->findings.push_back(std::move(f));
-    if (opt.hw && r->image.width > 0) {
+    // Always, not only for images with known dimensions: a format the target cannot decode at all is
+    // the same finding whether or not this build has a decoder for it (HEIF) or could read its size.
+    if (opt.hw) {
       for (auto& f : CheckAgainstHw(r->image, *opt.hw)) r->findings.push_back(std::move(f));
     }
     return;
@@ -134,8 +147,7 @@ void CheckOne(const std::string& abs, FileReport* r, const DataOptions& opt, std
     if (r->text.how == "undecidable") return;  // decided after the folder vote
     Conversion conv;
     for (auto& f : TextFindings(d, n, r->text, &conv)) r->findings.push_back(std::move(f));
-    if (opt.keep_text && (r->text.encoding != "UTF-8" || r->text.bom_bytes || !conv.bad.empty()))
-      r->utf8 = std::move(conv.utf8);
+    KeepConversion(opt, &conv, r);
   }
 }
 
@@ -173,7 +185,7 @@ void VoteAndFinish(const DataOptions& opt, DataReport* rep) {
     }
     Conversion conv;
     for (auto& x : TextFindings(buf.data(), buf.size(), f.text, &conv)) f.findings.push_back(std::move(x));
-    if (opt.keep_text && !f.text.encoding.empty()) f.utf8 = std::move(conv.utf8);
+    if (!f.text.encoding.empty()) KeepConversion(opt, &conv, &f);
   }
 }
 
@@ -241,23 +253,39 @@ Result<DataReport> CheckTree(const DataOptions& opt) {
 std::string ManifestText(const DataReport& r) {
   std::string s;
   for (const auto& f : r.files)
-    if (!f.sha256.empty()) s += f.sha256 + "  " + f.path + "\n";
+    if (!f.sha256.empty()) s += Sha256SumLine(f.sha256, f.path);
   return s;
 }
 
 Status VerifyAgainst(const std::string& manifest_path, DataReport* r) {
-  std::ifstream in(manifest_path);
+  std::ifstream in(manifest_path, std::ios::binary);
   if (!in) return IoError(manifest_path + ": cannot open manifest");
-  std::map<std::string, std::string> want;
-  std::string line;
-  int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.empty()) continue;
-    if (line.size() < 66 || (line[64] != ' ') || (line[65] != ' ' && line[65] != '*'))
-      return Corrupt(manifest_path + ":" + std::to_string(lineno) + ": not a sha256sum line");
-    want[line.substr(66)] = line.substr(0, 64);
-  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  ChecksumList list = ParseSha256Sums(ss.str());
+  // As sha256sum -c: a list with no usable line is an error; bad lines beside good ones are
+  // reported (file and line) and the good lines are still checked.
+  if (list.entries.empty())
+    return Corrupt(manifest_path + ": no properly formatted SHA256 checksum lines found" +
+                   (list.problems.empty() ? std::string()
+                                          : " (line " + std::to_string(list.problems[0].line) + ": " +
+                                                list.problems[0].message + ")"));
+  // Names are relative to the directory sha256sum -c runs in (the root); "./a" and "a//b" are
+  // the same file as "a" and "a/b".
+  std::error_code ec0;
+  const fs::path root_abs = fs::weakly_canonical(r->root, ec0);
+  auto tree_path = [&](const std::string& listed) {
+    fs::path p(listed);
+    if (p.is_absolute()) {
+      std::error_code ec;
+      std::string rel = fs::weakly_canonical(p, ec).lexically_relative(root_abs).generic_string();
+      return rel.empty() || rel.rfind("..", 0) == 0 ? listed : rel;
+    }
+    std::string n = p.lexically_normal().generic_string();
+    return n.empty() ? listed : n;
+  };
+  std::multimap<std::string, const ChecksumEntry*> want;
+  for (const auto& e : list.entries) want.emplace(tree_path(e.path), &e);
   // The manifest itself may live in the tree; it is not an unexpected file.
   std::error_code ec;
   std::string self;
@@ -266,24 +294,42 @@ Status VerifyAgainst(const std::string& manifest_path, DataReport* r) {
   if (!rel.empty() && rel.rfind("..", 0) != 0) self = rel;
   std::map<std::string, FileReport*> have;
   for (auto& f : r->files) have[f.path] = &f;
-  for (auto& [path, hex] : want) {
+  // Reports for files not in the tree go to `ghosts`, appended at the end: pushing into r->files
+  // here would move the reports `have` points to.
+  std::vector<FileReport> ghosts;
+  std::set<std::string> reported_missing;
+  for (auto& [path, e] : want) {
     auto it = have.find(path);
     if (it == have.end()) {
-      Finding f = Note("missing", Severity::kError, "listed in the manifest but not in the tree");
+      if (!reported_missing.insert(path).second) continue;
+      Finding f = Note("missing", Severity::kError,
+                       "listed in the manifest (line " + std::to_string(e->line) + ") but not in the tree");
       f.path = path;
       FileReport ghost;
       ghost.path = path;
       ghost.findings.push_back(f);
-      r->files.push_back(std::move(ghost));
+      ghosts.push_back(std::move(ghost));
       continue;
     }
-    if (it->second->sha256 != hex) {
+    if (it->second->sha256 != e->hex) {
       Finding f = Note("hash-mismatch", Severity::kError,
-                       "SHA-256 " + it->second->sha256 + " differs from the manifest's " + hex +
-                           " (changed or corrupted in transfer)");
+                       "SHA-256 " + it->second->sha256 + " differs from the manifest's " + e->hex + " (line " +
+                           std::to_string(e->line) + "; changed or corrupted in transfer)");
       f.path = path;
       it->second->findings.push_back(f);
     }
+  }
+  // Lines sha256sum -c warns about ("improperly formatted"): a finding on the manifest, by line.
+  FileReport manifest_ghost;
+  manifest_ghost.path = self.empty() ? manifest_path : self;
+  FileReport* manifest_report = !self.empty() && have.count(self) ? have[self] : &manifest_ghost;
+  for (const auto& p : list.problems) {
+    Finding f = Note("checksum-line-invalid", Severity::kWarning,
+                     p.message + "; sha256sum -c skips this line, so no file is checked by it");
+    f.path = manifest_report->path;
+    f.line = p.line;
+    f.column = 1;
+    manifest_report->findings.push_back(f);
   }
   for (auto& f : r->files) {
     if (want.count(f.path) || f.path == self || f.path == self + ".json") continue;
@@ -291,6 +337,8 @@ Status VerifyAgainst(const std::string& manifest_path, DataReport* r) {
     x.path = f.path;
     f.findings.push_back(x);
   }
+  if (!manifest_ghost.findings.empty()) ghosts.push_back(std::move(manifest_ghost));
+  for (auto& g : ghosts) r->files.push_back(std::move(g));
   std::sort(r->files.begin(), r->files.end(),
             [](const FileReport& a, const FileReport& b) { return a.path < b.path; });
   return Status::Ok();
@@ -330,6 +378,10 @@ nlohmann::json ToJson(const DataReport& r, const std::map<std::string, int>& by_
       it["encoding_by"] = f.text.how;
       it["detector_said"] = f.text.detector_said;
       it["candidates"] = f.text.candidates;
+      if (!f.text.secondary.empty()) {
+        it["secondary_encoding"] = f.text.secondary;
+        it["secondary_lines"] = f.repaired_lines;
+      }
     }
     if (!f.sha256.empty()) it["sha256"] = f.sha256;
     items.push_back(std::move(it));
@@ -355,11 +407,23 @@ bool WriteFile(const fs::path& p, const void* data, size_t n) {
   return static_cast<bool>(out);
 }
 
+// Findings that mean the file's content is damaged (not merely unsuitable for the target).
+bool Damaged(const FileReport& f, std::string* why) {
+  for (const auto& x : f.findings)
+    if (x.code == "truncated" || x.code == "corrupt" || x.code == "empty") {
+      *why = x.code + ": " + x.message;
+      return true;
+    }
+  return false;
+}
+
 // Writes fixed copies under out_dir; never touches the input tree. Returns the change log lines.
-std::vector<std::string> WriteFixes(const DataReport& r, const std::string& out_dir) {
+// A rewrite of a damaged image is refused (a fix-refused finding on the file): the decoders fill
+// what is lost, so the rewritten copy would check clean while its lost rows are garbage.
+std::vector<std::string> WriteFixes(DataReport& r, const std::string& out_dir) {
   std::vector<std::string> log;
   std::vector<uint8_t> buf;
-  for (const auto& f : r.files) {
+  for (auto& f : r.files) {
     std::string target = f.path;
     bool rename = false, reencode = false, jpeg_baseline = false;
     int64_t rw = 0, rh = 0;
@@ -368,24 +432,50 @@ std::vector<std::string> WriteFixes(const DataReport& r, const std::string& out_
       if (x.code == "exceeds-hw-decoder" && f.content == Format::kJpeg) {
         long long w, h;
         if (std::sscanf(x.fix.c_str(), "resize to %lldx%lld", &w, &h) == 2) { rw = w; rh = h; }
-        else if (x.fix.rfind("re-encode", 0) == 0) jpeg_baseline = true;
+        else if (x.fix == "re-encode as baseline JPEG" || x.fix == "re-encode with Huffman coding") jpeg_baseline = true;
       }
     }
     if (f.is_text && !f.utf8.empty()) reencode = true;
     if (!rename && !reencode && !jpeg_baseline && !rw) continue;
+    std::string damage;
+    if ((jpeg_baseline || rw) && Damaged(f, &damage)) {
+      Finding x = Note("fix-refused", Severity::kWarning,
+                       "--fix does not rewrite a damaged image (" + damage + "): the copy would check clean while "
+                       "the lost part is filled in; recover the original instead" +
+                           (rename ? "; copied unchanged under the extension of its content" : ""));
+      x.path = f.path;
+      f.findings.push_back(x);
+      log.push_back(f.path + ": REFUSED to rewrite for the target (" + damage + ")");
+      jpeg_baseline = false;
+      rw = 0;
+      if (!rename) continue;
+    }
     if (rename) target = Renamed(f.path, FormatExtension(f.content));
     fs::path dst = fs::path(out_dir) / target;
     bool ok;
     std::string what;
     if (reencode) {
       ok = WriteFile(dst, f.utf8.data(), f.utf8.size());
-      size_t bad = 0;
-      for (const auto& x : f.findings) bad += x.code == "invalid-bytes";
-      what = "re-encoded " + f.text.encoding + (f.text.bom_bytes ? " (BOM dropped)" : "") + " -> UTF-8" +
-             (bad ? ", " + std::to_string(bad) + " bad sequence(s) -> U+FFFD" : "");
+      const size_t bad = f.bad_sequences;
+      what = "re-encoded " + f.text.encoding + (f.text.bom_bytes ? " (BOM dropped)" : "") + " -> UTF-8";
+      if (!f.repaired_lines.empty()) {
+        // Every repaired line by number: the log is what a reviewer checks the output against.
+        std::string ls;
+        for (int64_t l : f.repaired_lines) ls += (ls.empty() ? "" : ", ") + std::to_string(l);
+        what += ", " + std::to_string(f.repaired_lines.size()) + " line(s) decoded as " + f.text.secondary +
+                " (lossless, round trip checked): lines " + ls;
+      }
+      // Lost bytes cannot be recovered: the copy is partial, and its U+FFFD are flagged when checked.
+      if (bad) what += ", PARTIAL: " + std::to_string(bad) + " bad sequence(s) -> U+FFFD (replacement-character when checked)";
     } else if (rw || jpeg_baseline) {
       ok = ReadAll(r.root + "/" + f.path, &buf);
       auto res = rw ? JpegResizeToFit(buf.data(), buf.size(), rw, rh) : JpegToBaseline(buf.data(), buf.size());
+      if (ok && !res.ok() && res.status().code() == StatusCode::kCorrupt) {
+        // jpeg_fix found damage the decode did not report: refuse, as above.
+        Finding x = Note("fix-refused", Severity::kWarning, "--fix refused: " + res.status().message());
+        x.path = f.path;
+        f.findings.push_back(x);
+      }
       if (ok && res.ok()) {
         ok = WriteFile(dst, res.value().data(), res.value().size());
         what = rw ? "resized to fit " + std::to_string(rw) + "x" + std::to_string(rh) +
@@ -437,13 +527,22 @@ int RunData(const DataCommand& cmd) {
       return st.code() == StatusCode::kIoError ? 3 : 2;
     }
   }
-  // Drop the manifest we are about to write from our own listing concerns: nothing to do; it is
-  // written after the walk.
+  // Fixes first: a refused fix is a finding, and findings are printed and counted below.
+  std::vector<std::string> fix_log;
+  if (cmd.fix) {
+    fix_log = WriteFixes(rep, cmd.out_dir);
+    std::string text;
+    for (auto& l : fix_log) text += l + "\n";
+    fs::create_directories(cmd.out_dir);
+    WriteFile(fs::path(cmd.out_dir) / "doctor-fixes.log", text.data(), text.size());
+  }
   std::map<std::string, int> by_format, by_finding;
   std::map<std::string, std::pair<int, int>> fmt_ok;  // format -> files, files with findings
   for (const auto& f : rep.files) {
-    std::string fmt = f.size == 0 && f.content == Format::kUnknown && f.findings.size() && f.findings[0].code == "missing"
-                          ? "missing" : FormatName(f.content);
+    const bool ghost = f.size == 0 && f.content == Format::kUnknown && f.findings.size();
+    std::string fmt = ghost && f.findings[0].code == "missing"                 ? "missing"
+                      : ghost && f.findings[0].code == "checksum-line-invalid" ? "manifest"
+                                                                               : FormatName(f.content);
     by_format[fmt]++;
     bool any = false;
     for (const auto& x : f.findings) {
@@ -489,15 +588,9 @@ int RunData(const DataCommand& cmd) {
     std::printf("\nmanifest: %s (sha256sum -c compatible, run from %s) and %s.json\n", cmd.manifest_path.c_str(),
                 rep.root.c_str(), cmd.manifest_path.c_str());
   }
-  if (cmd.fix) {
-    auto log = WriteFixes(rep, cmd.out_dir);
-    std::string text;
-    for (auto& l : log) text += l + "\n";
-    fs::create_directories(cmd.out_dir);
-    WriteFile(fs::path(cmd.out_dir) / "doctor-fixes.log", text.data(), text.size());
-    std::printf("\nfix: %zu file(s) written to %s; log in %s/doctor-fixes.log (originals untouched)\n", log.size(),
-                cmd.out_dir.c_str(), cmd.out_dir.c_str());
-  }
+  if (cmd.fix)
+    std::printf("\nfix: %zu log line(s) for files written to %s; log in %s/doctor-fixes.log (originals untouched)\n",
+                fix_log.size(), cmd.out_dir.c_str(), cmd.out_dir.c_str());
   for (const auto& f : rep.files)
     for (const auto& x : f.findings)
       if (x.severity != Severity::kInfo) return 1;

@@ -35,6 +35,8 @@ struct FileReport {
   ImageInfo image;
   Detection text;
   std::string utf8;                // converted text when keep_text and the file needs conversion
+  size_t bad_sequences = 0;        // text: sequences replaced by U+FFFD in utf8
+  std::vector<int64_t> repaired_lines;  // text: lines decoded as text.secondary (mixed-encoding)
   std::string sha256;
   std::vector<Finding> findings;
 };

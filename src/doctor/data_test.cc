@@ -4,10 +4,13 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "doctor/hash.h"
+#include "doctor/jpeg_fix.h"
 #include "doctor/test_util.h"
 
 namespace edgedecode::doctor {
@@ -216,6 +219,180 @@ TEST(Data, FixReencodesJpegsForTheHardwareDecoder) {
   EXPECT_LE(c.info.width, 64);
   EXPECT_LE(c.info.height, 64);
   EXPECT_GT(c.info.width, 0);
+}
+
+}  // namespace
+}  // namespace edgedecode::doctor
+
+namespace edgedecode::doctor {
+namespace {
+
+// --fix on a UTF-8 label file with a few GBK lines: those lines are decoded as GBK, not replaced
+// by U+FFFD, and the log names every repaired line.
+TEST(Data, FixDecodesGbkLinesOfAUtf8File) {
+  testing::TempDir t, o;
+  std::string utf8, file;
+  for (int i = 1; i <= 30; ++i) {
+    std::string line = std::to_string(i) + (i == 4 || i == 11 ? " 自行车 行人 卡车" : " 交通信号灯 停车标志 公共汽车");
+    utf8 += line + "\n";
+    file += (i == 4 || i == 11 ? Gbk(line) : line) + "\n";
+  }
+  testing::WriteBytes(t / "labels.txt", file);
+  DataCommand cmd;
+  cmd.opt.root = t.path;
+  cmd.fix = true;
+  cmd.out_dir = o / "fixed";
+  EXPECT_EQ(RunData(cmd), 1);
+  auto out = testing::ReadBytes(o / "fixed/labels.txt");
+  EXPECT_EQ(std::string(out.begin(), out.end()), utf8);
+  auto log = testing::ReadBytes(o / "fixed/doctor-fixes.log");
+  const std::string l(log.begin(), log.end());
+  EXPECT_NE(l.find("2 line(s) decoded as GB18030 (lossless, round trip checked): lines 4, 11"), std::string::npos) << l;
+  EXPECT_EQ(l.find("U+FFFD"), std::string::npos) << l;
+}
+
+}  // namespace
+}  // namespace edgedecode::doctor
+
+namespace edgedecode::doctor {
+namespace {
+
+// Every format the profile's decoder does not list gets the same finding and severity, whether or
+// not this build can decode it (HEIF has no decoder here; WebP does; PNG did before).
+TEST(Data, UnlistedFormatsSameRuleOnAJpegOnlyDecoder) {
+  testing::TempDir t;
+  testing::WriteBytes(t / "a.png", testing::ReadBytes(testing::Testdata("images/pillow/hopper.png")));
+  testing::WriteBytes(t / "b.webp", testing::ReadBytes(testing::Testdata("images/pillow/hopper.webp")));
+  testing::WriteBytes(t / "c.webp", testing::ReadBytes(testing::Testdata("images/pillow/anim_frame1.webp")));
+  testing::WriteBytes(t / "d.webp", testing::ReadBytes(testing::Testdata("images/mitra/webpl.webp")));
+  // A minimal HEIF: an ISO BMFF ftyp box with the heic brand (no decoder in this build).
+  std::string heic("\0\0\0\x18" "ftypheic\0\0\0\0mif1heic", 24);
+  heic += std::string("\0\0\0\x08" "mdat", 8);
+  testing::WriteBytes(t / "e.heic", heic);
+  testing::WriteBytes(t / "f.jpg", testing::ReadBytes(testing::Testdata("images/pillow/hopper.jpg")));
+  DataCommand cmd;
+  cmd.opt.root = t.path;
+  auto hw = LoadHwDecoder("rk3588-npu");
+  ASSERT_TRUE(hw.ok()) << hw.status().message();
+  cmd.opt.hw = hw.value();
+  auto r = CheckTree(cmd.opt);
+  ASSERT_TRUE(r.ok());
+  std::map<std::string, Severity> sev;
+  for (const auto& f : r.value().files)
+    for (const auto& x : f.findings)
+      if (x.code == "exceeds-hw-decoder") sev[f.path] = x.severity;
+  for (const char* p : {"a.png", "b.webp", "c.webp", "d.webp", "e.heic"}) {
+    ASSERT_TRUE(sev.count(p)) << p << " has no exceeds-hw-decoder finding";
+    EXPECT_EQ(sev[p], Severity::kError) << p;
+  }
+  EXPECT_EQ(sev.count("f.jpg"), 0u);
+  EXPECT_EQ(RunData(cmd), 1);
+  // Only the HEIF: still exit 1 (it was an info note and exit 0).
+  testing::TempDir h;
+  testing::WriteBytes(h / "only.heic", heic);
+  cmd.opt.root = h.path;
+  EXPECT_EQ(RunData(cmd), 1);
+  // A profile that lists HEIF: the no-decoder note alone, exit 0.
+  cmd.opt.hw->formats.insert("heif");
+  EXPECT_EQ(RunData(cmd), 0);
+}
+
+}  // namespace
+}  // namespace edgedecode::doctor
+
+namespace edgedecode::doctor {
+namespace {
+
+// A fix may never turn a damaged file into one that checks clean.
+TEST(Data, FixRefusesToHideDamage) {
+  auto prog = testing::ReadBytes(testing::Testdata("images/pillow/app13-multiple.progressive.jpg"));
+  // Its SOF2 is at byte 65690 (an APP13 thumbnail comes first): cut inside the progressive scans.
+  std::vector<uint8_t> cut_prog(prog.begin(), prog.begin() + prog.size() * 95 / 100);
+  auto cut_base = testing::ReadBytes(testing::Testdata("images/pillow/truncated_jpeg.jpg"));
+  // The library refuses on its own: libjpeg only warns on these and fills the gap with grey.
+  auto t1 = JpegToBaseline(cut_prog.data(), cut_prog.size());
+  ASSERT_FALSE(t1.ok());
+  EXPECT_NE(t1.status().message().find("damaged"), std::string::npos) << t1.status().message();
+  auto t2 = JpegResizeToFit(cut_base.data(), cut_base.size(), 16, 16);
+  ASSERT_FALSE(t2.ok());
+  EXPECT_TRUE(JpegToBaseline(prog.data(), prog.size()).ok());  // the whole file still transcodes
+
+  testing::TempDir t, o;
+  testing::WriteBytes(t / "cut_prog.jpg", cut_prog);
+  testing::WriteBytes(t / "cut_base.jpg", cut_base);
+  testing::WriteBytes(t / "cut_named.png", cut_prog);  // damaged and misnamed: copied, not rewritten
+  testing::WriteBytes(t / "good_prog.jpg", prog);
+  DataCommand cmd;
+  cmd.opt.root = t.path;
+  HwDecoder hw;
+  hw.target = "npu";
+  hw.progressive = false;
+  hw.max_width = hw.max_height = 32;
+  cmd.opt.hw = hw;
+  cmd.fix = true;
+  cmd.out_dir = o / "fixed";
+  cmd.json_path = o / "report.json";
+  EXPECT_EQ(RunData(cmd), 1);
+  auto js = testing::ReadBytes(o / "report.json");
+  const std::string report(js.begin(), js.end());
+  std::set<std::string> refused;
+  const nlohmann::json parsed = nlohmann::json::parse(report);
+  for (const auto& x : parsed["findings"])
+    if (x["code"] == "fix-refused") refused.insert(x["path"].get<std::string>());
+  EXPECT_EQ(refused, (std::set<std::string>{"cut_base.jpg", "cut_named.png", "cut_prog.jpg"}));
+  EXPECT_FALSE(fs::exists(o / "fixed/cut_prog.jpg"));
+  EXPECT_FALSE(fs::exists(o / "fixed/cut_base.jpg"));
+  // The misnamed one is copied byte for byte under its content's extension: still damaged.
+  ASSERT_TRUE(fs::exists(o / "fixed/cut_named.jpg"));
+  EXPECT_EQ(testing::ReadBytes(o / "fixed/cut_named.jpg"), cut_prog);
+  // The undamaged progressive file is rewritten, and whatever was written never checks clean if
+  // its source was damaged.
+  EXPECT_TRUE(fs::exists(o / "fixed/good_prog.jpg"));
+  DataOptions again;
+  again.root = o / "fixed";
+  auto r = CheckTree(again);
+  ASSERT_TRUE(r.ok());
+  for (const auto& f : r.value().files) {
+    if (f.path != "cut_named.jpg") continue;
+    bool flagged = false;
+    for (const auto& x : f.findings) flagged |= x.code == "truncated" || x.code == "corrupt";
+    EXPECT_TRUE(flagged);
+  }
+  auto log = testing::ReadBytes(o / "fixed/doctor-fixes.log");
+  EXPECT_NE(std::string(log.begin(), log.end()).find("cut_prog.jpg: REFUSED"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace edgedecode::doctor
+
+namespace edgedecode::doctor {
+namespace {
+
+// --fix of a text file with bytes that cannot be recovered: the copy is marked PARTIAL in the log
+// and its U+FFFD are flagged when the copy is checked: it never checks clean.
+TEST(Data, FixedTextWithLostBytesNeverChecksClean) {
+  testing::TempDir t, o;
+  std::string text;
+  for (int i = 0; i < 20; ++i) text += "交通信号灯 停车标志\n";
+  text.insert(text.find("停车"), "\xFF");
+  testing::WriteBytes(t / "labels.txt", text);
+  DataCommand cmd;
+  cmd.opt.root = t.path;
+  cmd.fix = true;
+  cmd.out_dir = o / "fixed";
+  EXPECT_EQ(RunData(cmd), 1);
+  auto log = testing::ReadBytes(o / "fixed/doctor-fixes.log");
+  EXPECT_NE(std::string(log.begin(), log.end()).find("PARTIAL: 1 bad sequence"), std::string::npos);
+  DataOptions again;
+  again.root = o / "fixed";
+  auto r = CheckTree(again);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r.value().files.size(), 2u);  // labels.txt and the log
+  bool flagged = false;
+  for (const auto& f : r.value().files)
+    for (const auto& x : f.findings)
+      if (f.path == "labels.txt" && x.code == "replacement-character") flagged = x.line == 1 && x.column == 7;
+  EXPECT_TRUE(flagged);
 }
 
 }  // namespace

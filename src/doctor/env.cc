@@ -208,8 +208,18 @@ ModelCheck CheckModel(const std::string& path, bool hash) {
   for (const std::string& side : {path + ".sha256", fs::path(path).replace_extension(".sha256").string()}) {
     if (!fs::exists(side, ec)) continue;
     m.sha256_file = side;
-    std::string t = ReadText(side);
-    m.sha256_expected = t.substr(0, std::min<size_t>(64, t.find_first_of(" \t\n")));
+    auto want = ReadSha256Sidecar(side, path);
+    if (want.ok()) {
+      m.sha256_expected = want.value().hex;
+    } else {
+      // An unreadable or malformed side file says nothing about the model: never "corrupted".
+      Finding x;
+      x.code = want.status().code() == StatusCode::kNotFound ? "checksum-not-listed" : "checksum-line-invalid";
+      x.severity = Severity::kWarning;
+      x.path = side;
+      x.message = want.status().message() + "; the model's SHA-256 was not checked against it";
+      m.findings.push_back(std::move(x));
+    }
     break;
   }
   if (hash || !m.sha256_expected.empty()) {
@@ -255,7 +265,15 @@ int RunEnv(const EnvOptions& opt) {
                {"tensors", m.n_tensors}, {"architecture", m.architecture}, {"tensor_bytes", m.tensor_bytes},
                {"bytes_per_token", m.bytes_per_token}, {"sha256", m.sha256}};
     if (!m.error.empty()) mj["error"] = m.error;
-    if (!m.sha256_file.empty()) { mj["sha256_file"] = m.sha256_file; mj["sha256_expected"] = m.sha256_expected; mj["sha256_match"] = m.sha256 == m.sha256_expected; }
+    if (!m.sha256_file.empty()) {
+      mj["sha256_file"] = m.sha256_file;
+      mj["sha256_expected"] = m.sha256_expected;
+      if (!m.sha256_expected.empty()) mj["sha256_match"] = m.sha256 == m.sha256_expected;
+    }
+    json mf = json::array();
+    for (const auto& f : m.findings)
+      mf.push_back({{"code", f.code}, {"severity", SeverityName(f.severity)}, {"path", f.path}, {"message", f.message}});
+    mj["findings"] = mf;
     if (best_bw > 0 && m.bytes_per_token > 0) mj["roofline_tok_per_s"] = best_bw * 1e9 / m.bytes_per_token;
     j["model"] = mj;
     if (!m.findings.empty()) rc = 1;
@@ -304,7 +322,11 @@ int RunEnv(const EnvOptions& opt) {
       std::printf("model:    %s: CORRUPT: %s\n", opt.model.c_str(), m["error"].get<std::string>().c_str());
     }
     std::printf("sha256:   %s%s\n", m["sha256"].get<std::string>().c_str(),
-                m.contains("sha256_match") ? (m["sha256_match"].get<bool>() ? " (matches .sha256)" : " (MISMATCH against .sha256)") : " (no .sha256 beside it)");
+                m.contains("sha256_match") ? (m["sha256_match"].get<bool>() ? " (matches .sha256)" : " (MISMATCH against .sha256)")
+                : m.contains("sha256_file") ? " (.sha256 beside it not usable)" : " (no .sha256 beside it)");
+    for (auto& f : m["findings"])
+      std::printf("  %s: %s [%s]: %s\n", f["path"].get<std::string>().c_str(), f["code"].get<std::string>().c_str(),
+                  f["severity"].get<std::string>().c_str(), f["message"].get<std::string>().c_str());
   }
   if (j.contains("oci")) {
     auto& o = j["oci"];

@@ -1,6 +1,7 @@
 #include "doctor/env.h"
 
 #include <filesystem>
+#include <functional>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -133,6 +134,198 @@ TEST(Oci, ReferrersResponses) {
   EXPECT_EQ(classify(R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json"})"),
             "referrers-not-index");
   EXPECT_EQ(ClassifyReferrersResponse(t / "nope").code, "referrers-unreadable");
+}
+
+
+bool HasMsg(const OciReport& r, const std::string& code, const std::string& text) {
+  for (auto& f : r.findings)
+    if (f.code == code && f.message.find(text) != std::string::npos) return true;
+  return false;
+}
+
+std::string Dump(const OciReport& r) {
+  std::string s;
+  for (auto& f : r.findings) s += f.code + " [" + SeverityName(f.severity) + "] " + f.path + ": " + f.message + "\n";
+  return s;
+}
+
+// Go's encoding/json (containerd) refuses a BOM and fields of the wrong JSON type; nlohmann accepts
+// the BOM and throws on .value() of a wrong type. Both must end as findings.
+TEST(Oci, GoJsonStrictness) {
+  {
+    TempDir t;
+    MakeLayout(t.path);
+    auto b = ReadBytes(t / "index.json");
+    WriteBytes(t / "index.json", "\xEF\xBB\xBF" + std::string(b.begin(), b.end()));
+    OciReport r = CheckOciLayout(t.path);
+    EXPECT_TRUE(HasMsg(r, "index-invalid", "byte order mark")) << Dump(r);
+  }
+  struct Edit {
+    const char* what;
+    std::function<void(json&)> edit;
+    const char* message;
+  };
+  const std::vector<Edit> edits = {
+      {"string size", [](json& i) { i["manifests"][0]["size"] = std::to_string(i["manifests"][0]["size"].get<int64_t>()); },
+       "manifests[0].size is a string"},
+      {"float size", [](json& i) { i["manifests"][0]["size"] = 12.5; }, "manifests[0].size is a number"},
+      {"string schemaVersion", [](json& i) { i["schemaVersion"] = "2"; }, "schemaVersion is a string"},
+      {"numeric platform.os", [](json& i) { i["manifests"][0]["platform"]["os"] = 7; }, "manifests[0].platform.os is a number"},
+      {"numeric mediaType", [](json& i) { i["manifests"][0]["mediaType"] = 1; }, "manifests[0].mediaType is a number"},
+      {"numeric index mediaType", [](json& i) { i["mediaType"] = 3; }, "mediaType is a number"},
+      {"object annotations value", [](json& i) { i["annotations"] = {{"a", {{"b", 1}}}}; }, "annotations.a is an object"},
+  };
+  for (const Edit& e : edits) {
+    TempDir t;
+    MakeLayout(t.path);
+    auto b = ReadBytes(t / "index.json");
+    json idx = json::parse(std::string(b.begin(), b.end()));
+    e.edit(idx);
+    WriteBytes(t / "index.json", idx.dump());
+    OciReport r;
+    EXPECT_NO_THROW(r = CheckOciLayout(t.path)) << e.what;
+    EXPECT_TRUE(HasMsg(r, "index-invalid", e.message)) << e.what << "\n" << Dump(r);
+    EXPECT_TRUE(HasMsg(r, "index-invalid", "Go's encoding/json")) << e.what;
+  }
+  {
+    // null is Go's zero value, not a wrong type: no finding for the index, and never an exception.
+    TempDir t;
+    Layout l = MakeLayout(t.path);
+    json m = {{"schemaVersion", nullptr}, {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+              {"config", l.config}, {"layers", json::array({l.layer})}, {"annotations", nullptr}};
+    json md = Blob(t.path, "application/vnd.oci.image.manifest.v1+json", m.dump());
+    md["platform"] = {{"os", "linux"}, {"architecture", "amd64"}, {"variant", nullptr}};
+    WriteBytes(t / "index.json", json({{"schemaVersion", 2}, {"mediaType", nullptr}, {"annotations", nullptr},
+                                       {"manifests", json::array({md})}}).dump());
+    OciReport r;
+    EXPECT_NO_THROW(r = CheckOciLayout(t.path));
+    for (auto& f : r.findings) EXPECT_NE(f.code, "index-invalid") << Dump(r);
+    EXPECT_TRUE(HasMsg(r, "manifest-invalid", "schemaVersion is not 2")) << Dump(r);
+  }
+  // Inside a manifest blob: the platform is incomplete, with the field named.
+  TempDir t;
+  Layout l = MakeLayout(t.path);
+  json m = {{"schemaVersion", 2}, {"mediaType", "application/vnd.oci.image.manifest.v1+json"}, {"config", l.config},
+            {"layers", json::array({l.layer})}};
+  m["layers"][0]["size"] = "1000";
+  json md = Blob(t.path, "application/vnd.oci.image.manifest.v1+json", m.dump());
+  md["platform"] = {{"os", "linux"}, {"architecture", "amd64"}};
+  WriteBytes(t / "index.json", json({{"schemaVersion", 2}, {"mediaType", "application/vnd.oci.image.index.v1+json"},
+                                     {"manifests", json::array({md})}}).dump());
+  OciReport r = CheckOciLayout(t.path);
+  EXPECT_TRUE(HasMsg(r, "manifest-invalid", "layers[0].size is a string")) << Dump(r);
+  ASSERT_EQ(r.platforms.size(), 1u);
+  EXPECT_EQ(r.platforms[0], "linux/amd64 INCOMPLETE");
+}
+
+// An index entry whose media type is neither a manifest nor an index leaves its platform
+// unpullable: never "complete" with nothing checked.
+TEST(Oci, UnknownMediaTypeForAPlatform) {
+  TempDir t;
+  Layout l = MakeLayout(t.path);
+  json entry = l.manifest;
+  entry["mediaType"] = "application/vnd.oci.image.manifest.v1+jsn";
+  WriteBytes(t / "index.json", json({{"schemaVersion", 2}, {"mediaType", "application/vnd.oci.image.index.v1+json"},
+                                     {"manifests", json::array({entry})}}).dump());
+  OciReport r = CheckOciLayout(t.path);
+  ASSERT_EQ(r.platforms.size(), 1u);
+  EXPECT_EQ(r.platforms[0], "linux/arm64 INCOMPLETE");
+  EXPECT_TRUE(HasMsg(r, "unknown-media-type", "nothing under it was checked")) << Dump(r);
+  EXPECT_TRUE(Has(r, "platform-incomplete"));
+}
+
+// image-spec 1.1 artifacts: any artifactType, config and layer media types; no warning.
+TEST(Oci, ArtifactWithAnyLayerTypesIsValid) {
+  TempDir t;
+  Layout l = MakeLayout(t.path);
+  json sbom = Blob(t.path, "application/spdx+json", R"({"spdxVersion":"SPDX-2.3"})");
+  json note = Blob(t.path, "text/plain", "signed by ci\n");
+  json cfg = Blob(t.path, "application/vnd.example.tool.config+json", "{}");
+  for (const json& config : {Blob(t.path, "application/vnd.oci.empty.v1+json", "{}"), cfg}) {
+    json art = {{"schemaVersion", 2}, {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                {"artifactType", "application/x.example.anything"}, {"config", config},
+                {"layers", json::array({sbom, note})},
+                {"subject", {{"mediaType", l.manifest["mediaType"]}, {"digest", l.manifest["digest"]}, {"size", l.manifest["size"]}}}};
+    json ad = Blob(t.path, "application/vnd.oci.image.manifest.v1+json", art.dump());
+    ad["artifactType"] = "application/x.example.anything";
+    WriteBytes(t / "index.json", json({{"schemaVersion", 2}, {"mediaType", "application/vnd.oci.image.index.v1+json"},
+                                       {"manifests", json::array({l.manifest, ad})}}).dump());
+    OciReport r = CheckOciLayout(t.path);
+    std::vector<std::string> c;
+    for (auto& f : r.findings)
+      if (f.severity != Severity::kInfo && f.code != "orphan-blob") c.push_back(f.code);
+    EXPECT_TRUE(c.empty()) << Dump(r);
+    EXPECT_EQ(r.referrers, 1);
+  }
+}
+
+TEST(Oci, SymlinkLoopsAreFindings) {
+  TempDir t;
+  Layout l = MakeLayout(t.path);
+  const std::string layer = BlobPath(t.path, l.layer);
+  fs::remove(layer);
+  fs::create_symlink(layer, layer);                        // a blob that points at itself
+  fs::create_symlink(t / "blobs/sha256/b", t / "blobs/sha256/a");  // an unreferenced a -> b -> a
+  fs::create_symlink(t / "blobs/sha256/a", t / "blobs/sha256/b");
+  OciReport r;
+  EXPECT_NO_THROW(r = CheckOciLayout(t.path));
+  EXPECT_TRUE(HasMsg(r, "symlink-loop", "blobs/sha256/a")) << Dump(r);
+  EXPECT_TRUE(HasMsg(r, "symlink-loop", l.layer["digest"].get<std::string>())) << Dump(r);
+  EXPECT_TRUE(Has(r, "platform-incomplete"));
+  fs::remove(t / "index.json");
+  fs::create_symlink(t / "index.json", t / "index.json");
+  EXPECT_NO_THROW(r = CheckOciLayout(t.path));
+  EXPECT_TRUE(HasMsg(r, "symlink-loop", "index.json")) << Dump(r);
+}
+
+// Saved replies read as an HTTP client reads them.
+TEST(Oci, ReferrersTranscripts) {
+  TempDir t;
+  auto verdict = [&](const std::string& body) {
+    WriteBytes(t / "reply", body);
+    return ClassifyReferrersResponse(t / "reply");
+  };
+  const std::string index =
+      R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]})";
+  const std::string ok_head = "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.index.v1+json\r\n\r\n";
+  ReferrersVerdict v = verdict("HTTP/1.1 307 Temporary Redirect\r\nLocation: https://cdn.example.com/r\r\n"
+                               "Content-Length: 0\r\n\r\n" + ok_head + index);
+  EXPECT_EQ(v.code, "referrers-ok") << v.message;
+  EXPECT_EQ(v.http_status, 200);
+  EXPECT_NE(v.message.find("307 to https://cdn.example.com/r"), std::string::npos) << v.message;
+  // A redirect with an HTML body and no Content-Length (LF line ends), then the answer.
+  v = verdict("HTTP/1.1 302 Found\nLocation: /v2/app/referrers/x\nContent-Type: text/html\n\n<a href=\"/v2/\">Found</a>.\n\n"
+              "HTTP/2 200\ncontent-type: application/vnd.oci.image.index.v1+json\n\n" + index);
+  EXPECT_EQ(v.code, "referrers-ok") << v.message;
+  v = verdict("HTTP/1.1 100 Continue\r\n\r\n" + ok_head + index);
+  EXPECT_EQ(v.code, "referrers-ok") << v.message;
+  EXPECT_EQ(v.http_status, 200);
+  v = verdict("HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
+              "WWW-Authenticate: Bearer realm=\"https://auth.example.com/token\",service=\"registry.example.com\","
+              "scope=\"repository:team/app:pull\"\r\n\r\n"
+              R"({"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]})");
+  EXPECT_EQ(v.code, "referrers-auth");
+  EXPECT_EQ(v.http_status, 401);
+  EXPECT_NE(v.message.find("realm https://auth.example.com/token"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("scope repository:team/app:pull"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("auth problem"), std::string::npos) << v.message;
+  v = verdict("HTTP/1.1 403 Forbidden\r\n\r\n{}");
+  EXPECT_EQ(v.code, "referrers-auth");
+  v = verdict("HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer realm=\"r\",error=\"insufficient_scope\"\r\n\r\n");
+  EXPECT_EQ(v.code, "referrers-auth");
+  EXPECT_NE(v.message.find("lacks pull access"), std::string::npos) << v.message;
+  // Strict JSON in the reply too: BOM, wrong types; never an exception.
+  v = verdict(ok_head + "\xEF\xBB\xBF" + index);
+  EXPECT_EQ(v.code, "referrers-not-index");
+  EXPECT_NE(v.message.find("byte order mark"), std::string::npos) << v.message;
+  EXPECT_EQ(verdict(R"({"schemaVersion":2,"mediaType":5,"manifests":[]})").code, "referrers-not-index");
+  v = verdict(R"({"schemaVersion":"2","mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]})");
+  EXPECT_EQ(v.code, "referrers-not-index");
+  EXPECT_NE(v.message.find("schemaVersion is a string"), std::string::npos) << v.message;
+  v = verdict(R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"mediaType":"a/b","digest":"sha256:00","size":"5"}]})");
+  EXPECT_EQ(v.code, "referrers-not-index");
+  EXPECT_NE(v.message.find("manifests[0].size is a string"), std::string::npos) << v.message;
+  EXPECT_EQ(verdict("HTTP/1.1 100 Continue\r\n\r\n").code, "referrers-not-index");
 }
 
 TEST(Env, ModelIntegrityAndRoofline) {

@@ -14,7 +14,19 @@ const char* SeverityName(Severity s);
 //   extension-mismatch, truncated, corrupt, unsupported-variant, empty, not-an-image,
 //   exceeds-hw-decoder, no-decoder, decoder-warning,
 //   encoding-not-utf8, encoding-undecidable, invalid-bytes, gb18030-version-sensitive, bom,
-//   hash-mismatch, missing, unexpected, unreadable
+//   mixed-encoding (a line of a UTF-8 file in another encoding; --fix decodes it losslessly),
+//   fix-refused (--fix would have rewritten a damaged image into a copy that checks clean),
+//   replacement-character (U+FFFD in UTF-8 text: bytes lost by an earlier conversion),
+//   hash-mismatch, missing, unexpected, unreadable,
+//   checksum-line-invalid (a manifest / .sha256 line sha256sum -c calls improperly formatted; file and line),
+//   checksum-not-listed (a MODEL.sha256 that lists other files, not the model)
+// `doctor env --model`: model-corrupt, model-unreadable, hash-mismatch, checksum-line-invalid, checksum-not-listed.
+// `doctor env --oci` (oci.h): oci-layout-missing, oci-layout-invalid, index-invalid, unknown-media-type,
+//   digest-invalid, digest-path-traversal, blob-missing, size-mismatch, digest-mismatch, manifest-invalid,
+//   platform-incomplete, subject-missing, orphan-blob, symlink-loop.
+// `doctor env --referrers-response` (ReferrersVerdict::code): referrers-ok, referrers-html,
+//   referrers-login-redirect, referrers-redirect, referrers-auth, referrers-not-found,
+//   referrers-not-acceptable, referrers-not-index, referrers-unreadable.
 struct Finding {
   std::string path;      // relative to the scanned root
   std::string code;

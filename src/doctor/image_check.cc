@@ -3,6 +3,9 @@
 // frames holding plain C state.
 #include "doctor/image_check.h"
 
+#include "doctor/image_offsets.h"
+
+#include <algorithm>
 #include <csetjmp>
 #include <cstdarg>
 #include <cstdio>
@@ -77,8 +80,12 @@ void JpegEmit(j_common_ptr c, int level) {
            code == JWRN_HUFF_BAD_CODE || code == JWRN_ARITH_BAD_CODE || code == JWRN_BOGUS_ICC) {
     cls = "corrupt"; sev = Severity::kError;
   }
-  // The mem source reports EOF when it runs dry: that is the end of the file.
+  // The mem source reports EOF when it runs dry: that is the end of the file. Extraneous bytes are
+  // reported when the marker after them is found (the source is synced at its 0xFF): they start
+  // that many bytes earlier. Other warnings: the source position when libjpeg reported, which for
+  // entropy-decoder warnings may run up to 8 bytes ahead (libjpeg-turbo's 64-bit bit buffer).
   int64_t off = code == JWRN_JPEG_EOF ? static_cast<int64_t>(ctx->n) : JpegOffset(c);
+  if (code == JWRN_EXTRANEOUS_DATA && off >= 0) off = std::max<int64_t>(0, off - c->err->msg_parm.i[0]);
   ctx->out->findings.push_back(Make(cls, JpegMessage(c) + " (libjpeg succeeds on this)", off, sev));
 }
 
@@ -672,6 +679,95 @@ void CheckPnm(const uint8_t* data, size_t n, ImageCheck* out) {
 
 }  // namespace
 
+// After a JPEG decode that failed (say on 12-bit samples, which this libjpeg does not decode): a cut
+// file is a second, independent finding, found by walking the markers.
+void JpegStructureFindings(const uint8_t* data, size_t n, ImageCheck* out) {
+  if (out->info.decoded) return;
+  // After a corrupt-data error the walk could be misled by the same damage (a bogus length running
+  // past the end reads as a cut); it only adds to decoders that gave up for other reasons.
+  for (const Finding& f : out->findings)
+    if (f.code == "truncated" || f.code == "corrupt") return;
+  int64_t end = 0;
+  std::string why = JpegStructureEnd(data, n, &end);
+  if (!why.empty() && why.rfind("no SOI", 0) != 0) out->findings.push_back(Make("truncated", "JPEG: " + why, end));
+}
+
+// After libpng reported damage: the offset where it lies, from the chunk CRCs and a zlib replay of
+// the IDAT stream, and every other damaged chunk (libpng stops at the first).
+void PngDamageFindings(const uint8_t* data, size_t n, ImageCheck* out) {
+  bool damaged = false;
+  for (const Finding& f : out->findings) damaged |= f.code == "corrupt" || f.code == "truncated";
+  if (!damaged) return;
+  const std::vector<PngChunk> chunks = PngChunks(data, n);
+  std::string zmsg;
+  const int64_t zoff = PngInflateFailure(data, chunks, &zmsg);
+  auto chunk_at = [&](int64_t off) -> const PngChunk* {
+    for (const PngChunk& c : chunks)
+      if (off >= static_cast<int64_t>(c.offset) && off < static_cast<int64_t>(c.offset + 12 + c.length)) return &c;
+    return nullptr;
+  };
+  std::vector<size_t> reported;  // chunk offsets already named
+  bool have_truncated = false;
+  for (Finding& f : out->findings) {
+    have_truncated |= f.code == "truncated";
+    if (f.code != "corrupt") continue;
+    if (f.message.find("CRC") != std::string::npos) {
+      // libpng checks a CRC after reading the whole chunk: name the chunk, not where reading stopped.
+      for (const PngChunk& c : chunks) {
+        if (c.crc_ok || !c.complete) continue;
+        bool named = false;
+        for (size_t r : reported) named |= r == c.offset;
+        if (named) continue;
+        reported.push_back(c.offset);
+        f.offset = static_cast<int64_t>(c.offset);
+        f.message += " (chunk " + c.type + " at byte " + std::to_string(c.offset) + ", " + std::to_string(c.length) +
+                     " data bytes; its CRC at byte " + std::to_string(c.offset + 8 + c.length) + " does not match)";
+        if (c.type == "IDAT" && zoff >= 0 && chunk_at(zoff) == &c) {
+          f.offset = zoff;
+          f.message += "; zlib's inflate of the image data fails at byte " + std::to_string(zoff) + " (" + zmsg + ")";
+        }
+        break;
+      }
+    } else if (f.message.find("bad adaptive filter") != std::string::npos) {
+      // zlib is fine, the data is not: the row whose filter byte is invalid, and where it came from.
+      int64_t row = -1;
+      const int64_t at = PngBadFilterOffset(data, chunks, &row);
+      if (at >= 0) {
+        f.offset = at;
+        f.message += " (row " + std::to_string(row) + "'s filter byte, inflated from about byte " + std::to_string(at) + ")";
+        if (const PngChunk* c = chunk_at(at)) {
+          reported.push_back(c->offset);
+          if (!c->crc_ok) f.message += "; chunk " + c->type + " at byte " + std::to_string(c->offset) + " fails its CRC too";
+        }
+      }
+    } else if (zoff >= 0 && f.message.find("IDAT") != std::string::npos) {
+      f.offset = zoff;
+      f.message += " (zlib: " + zmsg + "; detected at byte " + std::to_string(zoff) + " of the file)";
+      if (const PngChunk* c = chunk_at(zoff)) {
+        reported.push_back(c->offset);
+        if (!c->crc_ok) f.message += "; chunk " + c->type + " at byte " + std::to_string(c->offset) + " fails its CRC too";
+      }
+    }
+  }
+  // Independent damage after the point where libpng stopped.
+  for (const PngChunk& c : chunks) {
+    bool named = false;
+    for (size_t r : reported) named |= r == c.offset;
+    if (named) continue;
+    if (c.complete && !c.crc_ok)
+      out->findings.push_back(Make("corrupt", "PNG: chunk " + c.type + " at byte " + std::to_string(c.offset) +
+                                   ": CRC mismatch (every chunk's CRC is checked here; the decoder stopped before reaching this one)",
+                                   static_cast<int64_t>(c.offset)));
+    bool letters = c.type.size() == 4;
+    for (char ch : c.type) letters &= (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z');
+    // A damaged length field also runs past the end: only a well-formed chunk header counts as a cut.
+    if (!c.complete && !have_truncated && letters && c.length < 0x80000000u)
+      out->findings.push_back(Make("truncated", "PNG: the file ends inside chunk " + c.type + " at byte " +
+                                   std::to_string(c.offset) + " (" + std::to_string(c.length) + " data bytes)",
+                                   static_cast<int64_t>(n)));
+  }
+}
+
 ImageCheck CheckImage(Format format, const uint8_t* data, size_t n) {
   ImageCheck out;
   out.info.format = format;
@@ -680,8 +776,14 @@ ImageCheck CheckImage(Format format, const uint8_t* data, size_t n) {
     return out;
   }
   switch (format) {
-    case Format::kJpeg: DecodeJpeg(data, n, &out); break;
-    case Format::kPng: DecodePng(data, n, &out); break;
+    case Format::kJpeg:
+      DecodeJpeg(data, n, &out);
+      JpegStructureFindings(data, n, &out);
+      break;
+    case Format::kPng:
+      DecodePng(data, n, &out);
+      PngDamageFindings(data, n, &out);
+      break;
     case Format::kWebp: DecodeWebp(data, n, &out); break;
     case Format::kGif: DecodeGif(data, n, &out); break;
     case Format::kTiff: DecodeTiff(data, n, &out); break;

@@ -1,5 +1,7 @@
 #include "doctor/image_check.h"
 
+#include "doctor/image_offsets.h"
+
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -185,6 +187,81 @@ TEST(Profile, NamedTargetFromTargetsDir) {
   auto hw = LoadHwDecoder("rk3588-npu");
   if (!hw.ok()) GTEST_FAIL() << hw.status().message();
   EXPECT_FALSE(hw.value().formats.empty());
+}
+
+
+const Finding* Find(const ImageCheck& c, const std::string& code, const std::string& text = "") {
+  for (const auto& f : c.findings)
+    if (f.code == code && f.message.find(text) != std::string::npos) return &f;
+  return nullptr;
+}
+
+// Every independent finding: a cut 12-bit JPEG is both unsupported here and truncated (the marker
+// walk finds the cut the decoder never reached).
+TEST(Image, TruncatedTwelveBitJpegGetsBothFindings) {
+  auto m12 = ReadBytes(Testdata("images/libjpeg-turbo/monkey12.jpg"));
+  std::vector<uint8_t> cut(m12.begin(), m12.begin() + m12.size() * 7 / 10);
+  ImageCheck c = CheckImage(Format::kJpeg, cut.data(), cut.size());
+  const Finding* t = Find(c, "truncated");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->offset, static_cast<int64_t>(cut.size()));
+  if (!c.info.decoded) EXPECT_NE(Find(c, "unsupported-variant"), nullptr);
+  // The whole file is not called truncated.
+  ImageCheck whole = CheckImage(Format::kJpeg, m12.data(), m12.size());
+  EXPECT_EQ(Find(whole, "truncated"), nullptr);
+}
+
+// Offsets where the decoder detected the damage (docs/doctor.md, per format).
+TEST(Image, DamageOffsets) {
+  // JPEG: extraneous bytes before EOI start where libjpeg began discarding (1 byte of the 5 went to
+  // the Huffman decoder's bit buffer as padding).
+  auto h = ReadBytes(Testdata("images/pillow/hopper.jpg"));
+  auto e = h;
+  const size_t eoi = e.size() - 2;
+  e.insert(e.begin() + static_cast<std::ptrdiff_t>(eoi), {1, 2, 3, 4, 5});
+  ImageCheck je = CheckImage(Format::kJpeg, e.data(), e.size());
+  const Finding* x = Find(je, "corrupt", "extraneous bytes");
+  ASSERT_NE(x, nullptr);
+  EXPECT_GE(x->offset, static_cast<int64_t>(eoi));
+  EXPECT_LE(x->offset, static_cast<int64_t>(eoi) + 1);
+  // PNG: a flipped byte early in IDAT is caught by zlib inside the IDAT chunk, just after the flip.
+  auto p = ReadBytes(Testdata("images/pillow/hopper.png"));
+  const auto chunks = PngChunks(p.data(), p.size());
+  const PngChunk* idat = nullptr;
+  for (const auto& c : chunks) if (c.type == "IDAT" && !idat) idat = &c;
+  ASSERT_NE(idat, nullptr);
+  auto f1 = p;
+  const size_t flip1 = idat->offset + 8 + 60;
+  f1[flip1] ^= 0x55;
+  ImageCheck c1 = CheckImage(Format::kPng, f1.data(), f1.size());
+  ASSERT_FALSE(c1.findings.empty());
+  EXPECT_EQ(c1.findings[0].code, "corrupt");
+  EXPECT_GE(c1.findings[0].offset, static_cast<int64_t>(flip1));
+  EXPECT_LT(c1.findings[0].offset, static_cast<int64_t>(flip1) + 64) << c1.findings[0].message;
+  // A flip that inflates but yields a bad filter byte: the row and the byte it was inflated from.
+  auto f2 = p;
+  const size_t flip2 = p.size() / 2;
+  f2[flip2] ^= 0x55;
+  ImageCheck c2 = CheckImage(Format::kPng, f2.data(), f2.size());
+  const Finding* bf = Find(c2, "corrupt", "filter");
+  ASSERT_NE(bf, nullptr);
+  EXPECT_NE(bf->message.find("row "), std::string::npos) << bf->message;
+  EXPECT_GE(bf->offset, static_cast<int64_t>(flip2));
+  EXPECT_LT(bf->offset, static_cast<int64_t>(idat->offset + 12 + idat->length));
+  EXPECT_NE(bf->message.find("fails its CRC too"), std::string::npos) << bf->message;
+  // Independent damage after where libpng stopped: a bad IEND CRC is its own finding.
+  f2[f2.size() - 1] ^= 1;
+  ImageCheck c3 = CheckImage(Format::kPng, f2.data(), f2.size());
+  const Finding* iend = Find(c3, "corrupt", "chunk IEND");
+  ASSERT_NE(iend, nullptr);
+  EXPECT_EQ(iend->offset, static_cast<int64_t>(chunks.back().offset));
+  // A CRC error libpng reports itself (an ancillary chunk) names the chunk, not where reading stopped.
+  auto f4 = p;
+  f4[chunks[1].offset + 9] ^= 1;  // gAMA data
+  ImageCheck c4 = CheckImage(Format::kPng, f4.data(), f4.size());
+  const Finding* crc = Find(c4, "corrupt", "CRC");
+  ASSERT_NE(crc, nullptr);
+  EXPECT_EQ(crc->offset, static_cast<int64_t>(chunks[1].offset)) << crc->message;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <string>
 
 #include <jpeglib.h>
+#include <jerror.h>
 
 namespace edgedecode::doctor {
 namespace {
@@ -15,6 +16,7 @@ struct Err {
   jpeg_error_mgr mgr;
   jmp_buf jump;
   char msg[JMSG_LENGTH_MAX];
+  char damage[JMSG_LENGTH_MAX];  // the first warning that means lost or invalid entropy-coded data
 };
 
 void OnError(j_common_ptr c) {
@@ -22,7 +24,19 @@ void OnError(j_common_ptr c) {
   c->err->format_message(c, e->msg);
   std::longjmp(e->jump, 1);
 }
-void Quiet(j_common_ptr, int) {}
+
+// libjpeg "succeeds" on a cut or corrupt scan: it warns and fills the missing blocks with grey.
+// A rewrite of such a file would look clean, so these warnings make the rewrite fail (the caller
+// refuses the fix) instead of being ignored.
+void OnMessage(j_common_ptr c, int level) {
+  if (level != -1) return;  // trace messages
+  Err* e = reinterpret_cast<Err*>(c->err);
+  const int code = c->err->msg_code;
+  const bool damage = code == JWRN_JPEG_EOF || code == JWRN_EXTRANEOUS_DATA || code == JWRN_HIT_MARKER ||
+                      code == JWRN_MUST_RESYNC || code == JWRN_NOT_SEQUENTIAL || code == JWRN_BOGUS_PROGRESSION ||
+                      code == JWRN_HUFF_BAD_CODE || code == JWRN_ARITH_BAD_CODE || code == JWRN_TOO_MUCH_DATA;
+  if (damage && !e->damage[0]) c->err->format_message(c, e->damage);
+}
 
 // A decompressor and a compressor, zeroed, whose errors jump to their Err (the caller sets the jumps).
 void InitCodecs(jpeg_decompress_struct* d, jpeg_compress_struct* c, Err* ed, Err* ec) {
@@ -31,8 +45,16 @@ void InitCodecs(jpeg_decompress_struct* d, jpeg_compress_struct* c, Err* ed, Err
   d->err = jpeg_std_error(&ed->mgr);
   c->err = jpeg_std_error(&ec->mgr);
   ed->mgr.error_exit = ec->mgr.error_exit = OnError;
-  ed->mgr.emit_message = ec->mgr.emit_message = Quiet;
+  ed->mgr.emit_message = ec->mgr.emit_message = OnMessage;
   ed->msg[0] = ec->msg[0] = 0;
+  ed->damage[0] = ec->damage[0] = 0;
+}
+
+// False (with the reason in msg) when the source warned of damaged data while being read.
+bool Undamaged(const Err& ed, char* msg) {
+  if (!ed.damage[0]) return true;
+  std::snprintf(msg, JMSG_LENGTH_MAX, "the source is damaged (%s); not rewritten, the copy would hide it", ed.damage);
+  return false;
 }
 
 // Plain C state only in these frames (setjmp).
@@ -63,7 +85,7 @@ bool Transcode(const uint8_t* data, size_t n, unsigned char** out, unsigned long
   jpeg_destroy_compress(&c);
   jpeg_finish_decompress(&d);
   jpeg_destroy_decompress(&d);
-  return true;
+  return Undamaged(ed, msg);
 }
 
 bool Resize(const uint8_t* data, size_t n, int64_t max_w, int64_t max_h, int quality, unsigned char** out,
@@ -114,7 +136,7 @@ bool Resize(const uint8_t* data, size_t n, int64_t max_w, int64_t max_h, int qua
   jpeg_destroy_compress(&c);
   jpeg_finish_decompress(&d);
   jpeg_destroy_decompress(&d);
-  return true;
+  return Undamaged(ed, msg);
 }
 
 Result<std::vector<uint8_t>> Collect(bool ok, unsigned char* buf, unsigned long len, const char* msg) {

@@ -9,6 +9,10 @@
 
 namespace edgedecode::doctor {
 
+// Both refuse (kCorrupt) a source that is cut or has corrupt entropy-coded data: libjpeg reads such
+// a file with warnings only and fills the gaps with grey, so the rewrite would check clean while
+// its lost rows are garbage.
+
 // Lossless transcode (DCT coefficients copied, as jpegtran does) to baseline sequential Huffman:
 // removes progressive and arithmetic coding, which many hardware decoders reject.
 Result<std::vector<uint8_t>> JpegToBaseline(const uint8_t* data, size_t n);

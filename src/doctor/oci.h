@@ -15,15 +15,15 @@ struct OciReport {
   int manifests = 0, blobs_checked = 0, referrers = 0;
   std::vector<std::string> platforms;  // "linux/amd64 complete", "linux/arm64 INCOMPLETE"
 };
-// Codes: oci-layout-missing, oci-layout-invalid, index-invalid, unknown-media-type, digest-invalid,
-// digest-path-traversal, blob-missing, size-mismatch, digest-mismatch, manifest-invalid,
-// platform-incomplete, subject-missing, orphan-blob.
+// Codes (listed with every other code in doctor/finding.h). JSON is read as Go's encoding/json reads
+// it into the image-spec structs (no BOM, every field of its declared type); never throws.
 OciReport CheckOciLayout(const std::string& dir);
 
 struct ReferrersVerdict {
-  std::string code;     // referrers-ok, referrers-html, referrers-login-redirect, referrers-not-found,
-                        // referrers-not-acceptable, referrers-not-index, referrers-unreadable
-  int http_status = 0;  // 0 if the file has no status line
+  std::string code;     // referrers-ok, referrers-html, referrers-login-redirect, referrers-redirect,
+                        // referrers-auth, referrers-not-found, referrers-not-acceptable,
+                        // referrers-not-index, referrers-unreadable
+  int http_status = 0;  // of the final reply (1xx and followed redirects skipped); 0 if no status line
   std::string message;  // what it is and what to change
 };
 ReferrersVerdict ClassifyReferrersResponse(const std::string& path);

@@ -16,6 +16,7 @@ std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (s == "jpg") s = "jpeg";
   if (s == "tif") s = "tiff";
+  if (s == "heic") s = "heif";  // FormatName spells it "heif"
   return s;
 }
 
@@ -131,10 +132,17 @@ std::vector<Finding> CheckAgainstHw(const ImageInfo& info, const HwDecoder& hw) 
     out.push_back(std::move(f));
   };
   const std::string fmt = FormatName(info.format);
+  // One rule for every format the decoder does not list, decodable here or not (HEIF, WebP, PNG).
   if (!hw.formats.empty() && !hw.formats.count(fmt)) {
-    add("format " + fmt + " is not decoded by the hardware decoder (falls back to CPU)");
+    std::string listed;
+    for (const auto& f : hw.formats) listed += (listed.empty() ? "" : ", ") + f;
+    add("format " + fmt + " is not decoded by the hardware decoder, which takes " + listed +
+        " (falls back to CPU, or fails where there is none)");
+    out.back().fix = "re-encode as " + *hw.formats.begin();
+    if (hw.formats.count("jpeg")) out.back().fix = "re-encode as JPEG";
     return out;
   }
+  if (info.width <= 0 || info.height <= 0) return out;  // size unknown (not decoded): no size limits to test
   std::string dims = std::to_string(info.width) + "x" + std::to_string(info.height);
   bool too_big = (hw.max_width && info.width > hw.max_width) || (hw.max_height && info.height > hw.max_height);
   bool too_small = (hw.min_width && info.width < hw.min_width) || (hw.min_height && info.height < hw.min_height);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string_view>
+#include <utility>
 
 #include <iconv.h>
 #include <uchardet/uchardet.h>
@@ -74,6 +75,151 @@ bool DecodesCleanly(const uint8_t* data, size_t n, const char* enc) {
   return ok;
 }
 
+// Converts all of [p, p+n) with an open descriptor (state reset first, flushed after); false at
+// the first byte it rejects.
+bool IconvAll(iconv_t cd, const char* p, size_t n, std::string* out) {
+  iconv(cd, nullptr, nullptr, nullptr, nullptr);
+  char* in = const_cast<char*>(p);
+  size_t left = n;
+  char buf[4096];
+  while (left > 0) {
+    char* o = buf;
+    size_t ol = sizeof buf;
+    size_t rc = iconv(cd, &in, &left, &o, &ol);
+    out->append(buf, o - buf);
+    if (rc == static_cast<size_t>(-1) && errno != E2BIG) return false;
+  }
+  char* o = buf;
+  size_t ol = sizeof buf;
+  iconv(cd, nullptr, nullptr, &o, &ol);
+  out->append(buf, o - buf);
+  return true;
+}
+
+// UTF-16/32 without a BOM: NUL bytes in the high half of most code units. Checked before UTF-8,
+// because ASCII-range UTF-16/32 is valid UTF-8 byte for byte (NUL is a UTF-8 character). A short
+// file must also decode cleanly; a long one with a clear pattern is taken even if damaged, so the
+// damage is reported as invalid bytes of UTF-16/32 rather than read as some other encoding.
+std::string NulPattern(const uint8_t* d, size_t n) {
+  if (n < 2 || !std::memchr(d, 0, n)) return "";
+  size_t nul[4] = {0, 0, 0, 0};
+  for (size_t i = 0; i < n; ++i) nul[i % 4] += d[i] == 0;
+  const size_t quads = n / 4, pairs = n / 2;
+  auto fits = [&](const char* enc, size_t unit, size_t units) {
+    return units >= 16 || DecodesCleanly(d, n - n % unit, enc);
+  };
+  if (quads >= 1) {
+    // UTF-32: the top byte is always 0 (code points <= 0x10FFFF), the next one too in the BMP.
+    if (nul[3] == quads && 4 * nul[2] >= 3 * quads && 4 * nul[0] < quads && fits("UTF-32LE", 4, quads)) return "UTF-32LE";
+    if (nul[0] == quads && 4 * nul[1] >= 3 * quads && 4 * nul[3] < quads && fits("UTF-32BE", 4, quads)) return "UTF-32BE";
+  }
+  const size_t even = nul[0] + nul[2], odd = nul[1] + nul[3];
+  if (2 * odd > pairs && 16 * even < pairs && fits("UTF-16LE", 2, pairs)) return "UTF-16LE";
+  if (2 * even > pairs && 16 * odd < pairs && fits("UTF-16BE", 2, pairs)) return "UTF-16BE";
+  return "";
+}
+
+// Mostly valid UTF-8 with a few bad bytes: at least 4 valid multi-byte characters per bad byte.
+bool MostlyUtf8(const uint8_t* d, size_t n) {
+  size_t valid_multi = 0, invalid = 0;
+  for (size_t i = 0; i < n;) {
+    size_t l = Utf8Len(d + i, n - i);
+    if (!l) { ++invalid; ++i; continue; }
+    valid_multi += l > 1;
+    i += l;
+  }
+  return valid_multi >= 4 * invalid;
+}
+
+// Decoded text a person wrote: no C0 controls but tab and CR, no C1 controls (U+0080..U+009F, what
+// binary bytes become in a single-byte code page), no U+FFFD.
+bool PlausibleText(const std::string& u) {
+  for (size_t i = 0; i < u.size(); ++i) {
+    const unsigned char c = u[i];
+    if (c < 0x20 && c != '\t' && c != '\r') return false;
+    if (c == 0xC2 && i + 1 < u.size() && static_cast<unsigned char>(u[i + 1]) < 0xA0) return false;
+    if (u.compare(i, 3, "\xEF\xBF\xBD") == 0) return false;
+  }
+  return true;
+}
+
+// Valid UTF-8 up to an incomplete (but so far valid) multi-byte sequence at its end: a cut file.
+bool TruncatedUtf8Tail(const uint8_t* p, size_t n) {
+  for (size_t k = 1; k <= 3 && k <= n; ++k) {
+    const uint8_t lead = p[n - k];
+    if ((lead & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    const size_t need = lead >= 0xF0 && lead <= 0xF4 ? 4 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xC2 && lead <= 0xDF ? 2 : 0;
+    return need > k && IsStrictUtf8(p, n - k);
+  }
+  return false;
+}
+
+// [begin, end) of each line (newline excluded) that is not strict UTF-8.
+std::vector<std::pair<size_t, size_t>> NonUtf8Lines(const uint8_t* d, size_t n, size_t from) {
+  std::vector<std::pair<size_t, size_t>> v;
+  for (size_t pos = from; pos < n;) {
+    const void* nl = std::memchr(d + pos, '\n', n - pos);
+    size_t end = nl ? static_cast<size_t>(static_cast<const uint8_t*>(nl) - d) : n;
+    if (!IsStrictUtf8(d + pos, end - pos) && !(end == n && TruncatedUtf8Tail(d + pos, end - pos))) v.emplace_back(pos, end);
+    pos = nl ? end + 1 : n;
+  }
+  return v;
+}
+
+// How many of `lines` decode cleanly in `enc`.
+size_t CleanShare(const std::string& enc, const std::vector<std::pair<size_t, size_t>>& lines, const uint8_t* d) {
+  iconv_t cd = iconv_open("UTF-8", enc.c_str());
+  if (cd == reinterpret_cast<iconv_t>(-1)) return 0;
+  size_t clean = 0;
+  std::string scratch;
+  for (auto [b, e] : lines) {
+    scratch.clear();
+    clean += IconvAll(cd, reinterpret_cast<const char*>(d) + b, e - b, &scratch);
+  }
+  iconv_close(cd);
+  return clean;
+}
+
+// The encoding the damaged lines of a mostly-UTF-8 file are in: uchardet on those lines alone,
+// accepted if at least half of them decode cleanly in it (each line is still only repaired when
+// it alone round-trips); when uchardet abstains (a line or two of CJK is too little for it), a
+// CJK multi-byte encoding that alone decodes them all. A file cut inside its last UTF-8 sequence
+// is truncation, not another encoding: that tail is left out.
+std::string SecondaryEncoding(const uint8_t* d, size_t n, size_t from) {
+  auto lines = NonUtf8Lines(d, n, from);
+  if (lines.empty()) return "";
+  std::string joined;
+  for (auto [b, e] : lines) joined.append(reinterpret_cast<const char*>(d) + b, e - b).push_back('\n');
+  uchardet_t ud = uchardet_new();
+  uchardet_handle_data(ud, joined.data(), joined.size());
+  uchardet_data_end(ud);
+  const char* cs = uchardet_get_charset(ud);
+  std::string det = IconvName(cs ? cs : "");
+  uchardet_delete(ud);
+  if (!det.empty() && det != "UTF-8" && CleanShare(det, lines, d) * 2 >= lines.size()) return det;
+  std::string only;
+  for (const char* c : {"GB18030", "BIG5", "SHIFT_JIS", "EUC-JP", "CP949"}) {
+    if (CleanShare(c, lines, d) != lines.size()) continue;
+    if (!only.empty()) return "";  // more than one fits: not decidable
+    only = c;
+  }
+  return only;
+}
+
+// "3, 7-9, 12" for sorted line numbers, at most `max_ranges` ranges then ", ...".
+std::string LineRanges(const std::vector<int64_t>& lines, size_t max_ranges = 40) {
+  std::string s;
+  size_t ranges = 0;
+  for (size_t i = 0; i < lines.size();) {
+    size_t j = i;
+    while (j + 1 < lines.size() && lines[j + 1] <= lines[j] + 1) ++j;
+    if (ranges++ == max_ranges) return s + ", ...";
+    s += (s.empty() ? "" : ", ") + std::to_string(lines[i]) + (j > i ? "-" + std::to_string(lines[j]) : "");
+    i = j + 1;
+  }
+  return s;
+}
+
 }  // namespace
 
 bool IsStrictUtf8(const uint8_t* data, size_t n, size_t* first_bad) {
@@ -97,16 +243,21 @@ Detection DetectEncoding(const uint8_t* d, size_t n) {
   else if (n >= 3 && !std::memcmp(d, "\xEF\xBB\xBF", 3)) { r.encoding = "UTF-8"; r.bom_bytes = 3; }
   else if (n >= 2 && !std::memcmp(d, "\xFF\xFE", 2)) { r.encoding = "UTF-16LE"; r.bom_bytes = 2; }
   else if (n >= 2 && !std::memcmp(d, "\xFE\xFF", 2)) { r.encoding = "UTF-16BE"; r.bom_bytes = 2; }
-  if (!r.encoding.empty()) { r.how = "bom"; return r; }
-  // 2. Strict UTF-8 (pure ASCII is a subset).
-  size_t valid_multi = 0, invalid = 0;
-  for (size_t i = 0; i < n;) {
-    size_t l = Utf8Len(d + i, n - i);
-    if (!l) { ++invalid; ++i; continue; }
-    valid_multi += l > 1;
-    i += l;
+  if (!r.encoding.empty()) {
+    r.how = "bom";
+    if (r.encoding == "UTF-8" && !IsStrictUtf8(d + 3, n - 3) && MostlyUtf8(d + 3, n - 3))
+      r.secondary = SecondaryEncoding(d, n, 3);
+    return r;
   }
-  if (invalid == 0 && r.non_ascii == 0) {
+  // 2. UTF-16/32 without a BOM: NUL bytes on one parity.
+  if (std::string enc = NulPattern(d, n); !enc.empty()) {
+    r.encoding = enc;
+    r.how = "nul-pattern";
+    return r;
+  }
+  // 3. Strict UTF-8 (pure ASCII is a subset).
+  const bool strict = IsStrictUtf8(d, n);
+  if (strict && r.non_ascii == 0) {
     // 7-bit ISO-2022 encodings are valid ASCII byte-wise; their escape sequences give them away.
     std::string_view v(reinterpret_cast<const char*>(d), n);
     if (v.find("\x1b$)C") != std::string_view::npos) { r.encoding = "ISO-2022-KR"; r.how = "escape-sequences"; return r; }
@@ -114,22 +265,13 @@ Detection DetectEncoding(const uint8_t* d, size_t n) {
       r.encoding = "ISO-2022-JP"; r.how = "escape-sequences"; return r;
     }
   }
-  if (invalid == 0) { r.encoding = "UTF-8"; r.how = r.non_ascii ? "utf-8" : "ascii"; return r; }
-  // 3. UTF-16/32 without a BOM: NUL bytes on one parity.
-  size_t nul[4] = {0, 0, 0, 0};
-  for (size_t i = 0; i < n; ++i) nul[i % 4] += d[i] == 0;
-  const size_t q = n / 4;
-  if (q >= 4) {
-    if (nul[1] + nul[2] + nul[3] > 2 * q && nul[0] < q / 4) r.encoding = "UTF-32LE";
-    else if (nul[0] + nul[1] + nul[2] > 2 * q && nul[3] < q / 4) r.encoding = "UTF-32BE";
-    else if (nul[1] + nul[3] > q && nul[0] + nul[2] < q / 8) r.encoding = "UTF-16LE";
-    else if (nul[0] + nul[2] > q && nul[1] + nul[3] < q / 8) r.encoding = "UTF-16BE";
-    if (!r.encoding.empty()) { r.how = "nul-pattern"; return r; }
-  }
-  // 4. Mostly valid UTF-8 with a few bad bytes: damage, not another encoding.
-  if (valid_multi >= 4 * invalid) {
+  if (strict) { r.encoding = "UTF-8"; r.how = r.non_ascii ? "utf-8" : "ascii"; return r; }
+  // 4. Mostly valid UTF-8 with a few bad bytes: damage, or a few lines in another encoding (pasted
+  //    from a GBK or Windows-1252 file), which SecondaryEncoding names when it can.
+  if (MostlyUtf8(d, n)) {
     r.encoding = "UTF-8";
     r.how = "utf-8-with-invalid-bytes";
+    r.secondary = SecondaryEncoding(d, n, 0);
     return r;
   }
   // 5. The detector, plus the candidates that decode the bytes cleanly.
@@ -258,6 +400,53 @@ Conversion ConvertToUtf8(const uint8_t* data, size_t n, const std::string& enc, 
   return c;
 }
 
+Conversion ConvertMixedUtf8(const uint8_t* data, size_t n, const std::string& secondary, size_t skip_bom) {
+  iconv_t to = iconv_open("UTF-8", secondary.c_str()), back = iconv_open(secondary.c_str(), "UTF-8");
+  const iconv_t none = reinterpret_cast<iconv_t>(-1);
+  if (to == none || back == none) {
+    if (to != none) iconv_close(to);
+    if (back != none) iconv_close(back);
+    Conversion c = ConvertToUtf8(data, n, "UTF-8", skip_bom);
+    c.error = "iconv cannot convert from " + secondary;
+    return c;
+  }
+  Conversion c;
+  c.secondary = secondary;
+  c.round_trip_ok = true;
+  const char* base = reinterpret_cast<const char*>(data);
+  std::string u, rt;
+  int64_t line = 1;
+  for (size_t pos = skip_bom; pos < n; ++line) {
+    const void* nl = std::memchr(data + pos, '\n', n - pos);
+    const size_t end = nl ? static_cast<size_t>(static_cast<const uint8_t*>(nl) - data) : n, len = end - pos;
+    u.clear();
+    rt.clear();
+    if (IsStrictUtf8(data + pos, len)) {
+      c.utf8.append(base + pos, len);
+    } else if (!(end == n && TruncatedUtf8Tail(data + pos, len)) &&  // a cut file, not an encoding
+               IconvAll(to, base + pos, len, &u) && IconvAll(back, u.data(), u.size(), &rt) &&
+               rt == std::string_view(base + pos, len) && PlausibleText(u)) {
+      // Lossless or not at all: the decoded line encodes back to exactly its bytes.
+      c.utf8 += u;
+      c.repaired.push_back({line, static_cast<int64_t>(pos), len});
+    } else {
+      Conversion sub = ConvertToUtf8(data + pos, len, "UTF-8", 0);
+      for (BadSequence b : sub.bad) {
+        b.offset += static_cast<int64_t>(pos);
+        b.line = line;
+        c.bad.push_back(std::move(b));
+      }
+      c.utf8 += sub.utf8;
+      c.round_trip_ok &= sub.round_trip_ok;
+    }
+    if (nl) c.utf8 += '\n';
+    pos = nl ? end + 1 : n;
+  }
+  iconv_close(to);
+  iconv_close(back);
+  return c;
+}
+
 std::vector<int64_t> Gb18030VersionSensitive(const uint8_t* d, size_t n) {
   static const uint16_t kCodes[] = {0xA6D9, 0xA6DA, 0xA6DB, 0xA6DC, 0xA6DD, 0xA6DE, 0xA6DF,
                                     0xA6EC, 0xA6ED, 0xA6F3, 0xFE59, 0xFE61, 0xFE66, 0xFE67,
@@ -307,10 +496,12 @@ std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection
                      "UTF-8 with a byte order mark: many loaders keep U+FEFF in the first label", 0);
     f->fix = "drop the 3-byte BOM";
   }
-  Conversion conv = ConvertToUtf8(data, n, d.encoding, d.bom_bytes);
+  const bool mixed = d.encoding == "UTF-8" && !d.secondary.empty();
+  Conversion conv = mixed ? ConvertMixedUtf8(data, n, d.secondary, d.bom_bytes)
+                          : ConvertToUtf8(data, n, d.encoding, d.bom_bytes);
   if (d.encoding != "UTF-8") {
-    size_t bad = 0;
-    IsStrictUtf8(data, n, &bad);
+    size_t bad = n;
+    if (IsStrictUtf8(data, n, &bad)) bad = n;
     char hb[8];
     std::snprintf(hb, sizeof hb, "0x%02x", bad < n ? data[bad] : 0);
     std::string how = d.how == "folder-vote" ? "decided by voting across the folder"
@@ -318,25 +509,108 @@ std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection
                     : d.how == "bom" ? "by its byte order mark"
                     : d.how == "escape-sequences" ? "by its ISO-2022 escape sequences"
                     : "by its NUL-byte pattern";
+    std::string where = bad < n ? std::string("; read as UTF-8 it fails at byte ") + hb
+                                : "; its bytes are also valid UTF-8, which a loader would misread";
     Finding* f = add("encoding-not-utf8", Severity::kError,
-                     "encoded as " + d.encoding + " (" + how + (cands.empty() ? "" : "; candidates: " + cands) +
-                         "); read as UTF-8 it fails at byte " + hb,
-                     static_cast<int64_t>(bad));
+                     "encoded as " + d.encoding + " (" + how + (cands.empty() ? "" : "; candidates: " + cands) + ")" + where,
+                     static_cast<int64_t>(bad < n ? bad : 0));
     f->fix = "convert " + d.encoding + " -> UTF-8" + (conv.round_trip_ok ? " (round trip checked)" : " (round trip FAILED)");
   }
-  for (const BadSequence& b : conv.bad) {
+  // Lines of another encoding inside a UTF-8 file: one finding per line, up to the cap.
+  std::vector<int64_t> lines;
+  for (const RepairedLine& rl : conv.repaired) lines.push_back(rl.line);
+  for (size_t i = 0; i < conv.repaired.size() && i < kMaxFindingsPerCode; ++i) {
+    const RepairedLine& rl = conv.repaired[i];
+    Finding* f = add("mixed-encoding", Severity::kError,
+                     "line " + std::to_string(rl.line) + " is " + conv.secondary + ", not UTF-8 like the rest of the file",
+                     rl.offset);
+    f->line = rl.line;
+    f->column = 1;
+    f->fix = "decode line " + std::to_string(rl.line) + " as " + conv.secondary + " (lossless, round trip checked)";
+  }
+  if (conv.repaired.size() > kMaxFindingsPerCode) {
+    const RepairedLine& rl = conv.repaired[kMaxFindingsPerCode];
+    std::vector<int64_t> rest(lines.begin() + kMaxFindingsPerCode, lines.end());
+    Finding* f = add("mixed-encoding", Severity::kError,
+                     std::to_string(rest.size()) + " more lines (" + std::to_string(conv.repaired.size()) +
+                         " in all) are " + conv.secondary + ", not UTF-8: lines " + LineRanges(rest),
+                     rl.offset);
+    f->line = rl.line;
+    f->column = 1;
+    f->fix = "decode them as " + conv.secondary + " (lossless, round trip checked)";
+  }
+  for (size_t i = 0; i < conv.bad.size() && i < kMaxFindingsPerCode; ++i) {
+    const BadSequence& b = conv.bad[i];
     Finding* f = add("invalid-bytes", Severity::kError,
-                     "bytes " + b.hex + " are not valid " + d.encoding + "; replaced by U+FFFD", b.offset);
+                     "bytes " + b.hex + " are not valid " + d.encoding +
+                         (mixed ? " nor " + conv.secondary : std::string()) + "; replaced by U+FFFD",
+                     b.offset);
+    f->line = b.line;
+    f->column = b.column;
+  }
+  if (conv.bad.size() > kMaxFindingsPerCode) {
+    // One summary instead of one finding per byte: counts, the byte total and the lines.
+    size_t bytes = 0;
+    std::vector<int64_t> bad_lines;
+    for (size_t i = kMaxFindingsPerCode; i < conv.bad.size(); ++i) {
+      bytes += conv.bad[i].length;
+      if (bad_lines.empty() || bad_lines.back() != conv.bad[i].line) bad_lines.push_back(conv.bad[i].line);
+    }
+    const BadSequence& b = conv.bad[kMaxFindingsPerCode];
+    Finding* f = add("invalid-bytes", Severity::kError,
+                     std::to_string(conv.bad.size() - kMaxFindingsPerCode) + " more invalid sequences (" +
+                         std::to_string(bytes) + " bytes; " + std::to_string(conv.bad.size()) + " in all), each replaced by U+FFFD, "
+                         "from byte " + std::to_string(b.offset) + " to byte " + std::to_string(conv.bad.back().offset) +
+                         " on " + std::to_string(bad_lines.size()) + " line(s): " + LineRanges(bad_lines, 10),
+                     b.offset);
     f->line = b.line;
     f->column = b.column;
   }
   if (!conv.error.empty()) add("encoding-not-utf8", Severity::kError, conv.error);
-  if (d.encoding == "GB18030" || d.encoding == "GBK" || d.encoding == "GB2312") {
-    for (int64_t off : Gb18030VersionSensitive(data, n)) {
-      add("gb18030-version-sensitive", Severity::kWarning,
-          "bytes " + Hex(data + off, 2) + " map to a private-use code point under GB18030-2005 "
-          "(glibc < 2.38, ICU < 73) but to a standard character under GB18030-2022", off);
+  if (d.encoding == "UTF-8") {
+    // U+FFFD already in the text: an earlier lossy conversion (ours with --fix included) lost bytes
+    // here. Reported so that a repaired copy never checks clean.
+    std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> at;  // offset, (line, column)
+    int64_t line = 1, col = 1;
+    for (size_t i = d.bom_bytes; i < n; ++i) {
+      if (i + 2 < n && data[i] == 0xEF && data[i + 1] == 0xBF && data[i + 2] == 0xBD)
+        at.push_back({static_cast<int64_t>(i), {line, col}});
+      if (data[i] == '\n') { ++line; col = 1; }
+      else if ((data[i] & 0xC0) != 0x80) ++col;
     }
+    for (size_t i = 0; i < at.size() && i < kMaxFindingsPerCode; ++i) {
+      Finding* f = add("replacement-character", Severity::kWarning,
+                       "U+FFFD (the replacement character): bytes were lost here in an earlier conversion", at[i].first);
+      f->line = at[i].second.first;
+      f->column = at[i].second.second;
+    }
+    if (at.size() > kMaxFindingsPerCode) {
+      Finding* f = add("replacement-character", Severity::kWarning,
+                       std::to_string(at.size() - kMaxFindingsPerCode) + " more U+FFFD characters (" +
+                           std::to_string(at.size()) + " in all)", at[kMaxFindingsPerCode].first);
+      f->line = at[kMaxFindingsPerCode].second.first;
+      f->column = at[kMaxFindingsPerCode].second.second;
+    }
+  }
+  auto gb = [](const std::string& e) { return e == "GB18030" || e == "GBK" || e == "GB2312"; };
+  if (gb(d.encoding) || (mixed && gb(conv.secondary))) {
+    std::vector<int64_t> at;
+    if (!mixed) {
+      at = Gb18030VersionSensitive(data, n);
+    } else {
+      for (const RepairedLine& rl : conv.repaired)
+        for (int64_t off : Gb18030VersionSensitive(data + rl.offset, rl.length)) at.push_back(rl.offset + off);
+    }
+    for (size_t i = 0; i < at.size() && i < kMaxFindingsPerCode; ++i) {
+      add("gb18030-version-sensitive", Severity::kWarning,
+          "bytes " + Hex(data + at[i], 2) + " map to a private-use code point under GB18030-2005 "
+          "(glibc < 2.38, ICU < 73) but to a standard character under GB18030-2022", at[i]);
+    }
+    if (at.size() > kMaxFindingsPerCode)
+      add("gb18030-version-sensitive", Severity::kWarning,
+          std::to_string(at.size() - kMaxFindingsPerCode) + " more version-sensitive two-byte codes (" +
+              std::to_string(at.size()) + " in all), the next at byte " + std::to_string(at[kMaxFindingsPerCode]),
+          at[kMaxFindingsPerCode]);
   }
   if (conv_out) *conv_out = std::move(conv);
   return out;

@@ -1,6 +1,8 @@
-// Encoding of label/annotation text files: BOM, then strict UTF-8, then uchardet (with the
-// candidate encodings that decode the bytes cleanly), and conversion to UTF-8 with glibc iconv that
-// reports every unconvertible byte sequence by line, column, byte offset and hex.
+// Encoding of label/annotation text files: BOM, then the NUL pattern of UTF-16/32, then strict UTF-8,
+// then uchardet (with the candidate encodings that decode the bytes cleanly), and conversion to UTF-8
+// with glibc iconv that reports unconvertible byte sequences by line, column, byte offset and hex.
+// A mostly-UTF-8 file whose damaged lines are another encoding (a few GBK lines pasted in) has those
+// lines decoded in it, losslessly (round trip checked per line).
 // Thread-safe: each call opens its own detector and iconv handles.
 #pragma once
 
@@ -21,6 +23,9 @@ struct Detection {
   std::vector<std::string> candidates;  // encodings that decode the whole file without error
   size_t bom_bytes = 0;
   size_t non_ascii = 0;                 // bytes >= 0x80
+  // how == "utf-8-with-invalid-bytes": the encoding the non-UTF-8 lines are in (uchardet on those
+  // lines, every one of them decoding cleanly in it), e.g. "GB18030"; empty if none was found.
+  std::string secondary;
 };
 
 Detection DetectEncoding(const uint8_t* data, size_t n);
@@ -33,14 +38,31 @@ struct BadSequence {
   size_t length = 0;
 };
 
+// A line of a mostly-UTF-8 file decoded in the secondary encoding (whole line, lossless).
+struct RepairedLine {
+  int64_t line = 0;     // 1-based
+  int64_t offset = 0;   // byte offset of the line's first byte
+  size_t length = 0;    // bytes, newline excluded
+};
+
 struct Conversion {
   std::string utf8;                 // the text in UTF-8, U+FFFD where a sequence was bad, BOM dropped
   std::vector<BadSequence> bad;
   bool round_trip_ok = false;       // converting back reproduces every byte that was not bad
   std::string error;                // iconv could not open the encoding
+  std::string secondary;            // ConvertMixedUtf8: the encoding of the repaired lines
+  std::vector<RepairedLine> repaired;
 };
 
 Conversion ConvertToUtf8(const uint8_t* data, size_t n, const std::string& encoding, size_t skip_bom);
+
+// A mostly-UTF-8 file: valid lines copied, each other line decoded as `secondary` when that is
+// lossless (UTF-8 -> secondary gives the line's bytes back), else U+FFFD per bad sequence.
+Conversion ConvertMixedUtf8(const uint8_t* data, size_t n, const std::string& secondary, size_t skip_bom);
+
+// Findings of one code beyond this many per file are summarised in one finding (a binary file
+// under a .txt name must not give one finding per byte).
+inline constexpr size_t kMaxFindingsPerCode = 20;
 
 // GB18030 two-byte codes whose mapping changed between GB18030-2005 (private use area) and
 // GB18030-2022 (standard code points); offsets of those present in the file.

@@ -153,5 +153,109 @@ TEST(Text, Gb18030VersionSensitiveBytes) {
   EXPECT_EQ(at[1], 5);
 }
 
+
+// ASCII-range text in UTF-16/32 without a BOM is valid UTF-8 byte for byte (NUL is a UTF-8
+// character); the NUL pattern must decide first, for every size down to one character.
+TEST(Text, BomlessUtf16And32ByNulPattern) {
+  for (const char* enc : {"UTF-16LE", "UTF-16BE", "UTF-32LE", "UTF-32BE"}) {
+    for (const std::string& text : {std::string("cat\ndog\ntraffic light\nstop sign\n"), std::string("a"), std::string("ok\n")}) {
+      const std::string bytes = Iconv(text, enc, "UTF-8");
+      auto* d = reinterpret_cast<const uint8_t*>(bytes.data());
+      Detection det = DetectEncoding(d, bytes.size());
+      EXPECT_EQ(det.encoding, enc) << enc << " '" << text << "' by " << det.how;
+      EXPECT_EQ(det.how, "nul-pattern") << enc;
+      Conversion c;
+      auto f = TextFindings(d, bytes.size(), det, &c);
+      ASSERT_FALSE(f.empty()) << enc;
+      EXPECT_EQ(f[0].code, "encoding-not-utf8");
+      EXPECT_EQ(c.utf8, text) << enc;
+    }
+  }
+  // Not ASCII: UTF-16 of Latin and CJK text with enough ASCII still goes by the pattern.
+  const std::string mixed = "label: 猫 cat\nlabel: 狗 dog\nlabel: 鸟 bird\n";
+  for (const char* enc : {"UTF-16LE", "UTF-16BE"}) {
+    const std::string bytes = Iconv(mixed, enc, "UTF-8");
+    Detection det = DetectEncoding(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    EXPECT_EQ(det.encoding, enc);
+  }
+}
+
+std::string ToGbk(const std::string& s) { return Iconv(s, "GBK", "UTF-8"); }
+
+// A UTF-8 label file with a few lines pasted from a GBK file: those lines are decoded as GBK
+// (GB18030), losslessly, and each is reported by line number; no U+FFFD in the output.
+TEST(Text, MixedUtf8WithGbkLinesRepaired) {
+  std::vector<std::string> lines;
+  for (int i = 0; i < 30; ++i) lines.push_back(std::to_string(i) + " 交通信号灯 停车标志 公共汽车");
+  lines[2] = "2 自行车 行人";
+  lines[6] = "6 摩托车 飞机 火车";
+  lines[8] = "8 长颈鹿 大象 斑马";
+  std::string utf8, file;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    utf8 += lines[i] + "\n";
+    file += (i == 2 || i == 6 || i == 8 ? ToGbk(lines[i]) : lines[i]) + "\n";
+  }
+  auto* d = reinterpret_cast<const uint8_t*>(file.data());
+  Detection det = DetectEncoding(d, file.size());
+  EXPECT_EQ(det.how, "utf-8-with-invalid-bytes");
+  EXPECT_EQ(det.secondary, "GB18030") << "uchardet said " << det.detector_said;
+  Conversion c;
+  auto f = TextFindings(d, file.size(), det, &c);
+  EXPECT_EQ(c.utf8, utf8);
+  EXPECT_EQ(c.utf8.find("\xEF\xBF\xBD"), std::string::npos);
+  std::vector<int64_t> repaired;
+  for (auto& x : f) {
+    EXPECT_NE(x.code, "invalid-bytes") << x.message;
+    if (x.code == "mixed-encoding") {
+      repaired.push_back(x.line);
+      EXPECT_EQ(x.offset, static_cast<int64_t>(file.find(ToGbk(lines[x.line - 1]))));
+    }
+  }
+  EXPECT_EQ(repaired, (std::vector<int64_t>{3, 7, 9}));
+  // A line with real damage (0xFF is no GBK byte) stays U+FFFD; the GBK lines are still repaired.
+  std::string damaged = file;
+  const size_t at = damaged.find("20 ");
+  damaged.insert(at + 3, "\xFF");
+  d = reinterpret_cast<const uint8_t*>(damaged.data());
+  det = DetectEncoding(d, damaged.size());
+  ASSERT_EQ(det.secondary, "GB18030");
+  f = TextFindings(d, damaged.size(), det, &c);
+  ASSERT_EQ(c.bad.size(), 1u);
+  EXPECT_EQ(c.bad[0].line, 21);
+  EXPECT_EQ(c.bad[0].offset, static_cast<int64_t>(at + 3));
+  EXPECT_EQ(c.repaired.size(), 3u);
+  // A file cut inside its last UTF-8 character is truncation, not another encoding.
+  std::string cut = utf8.substr(0, utf8.size() - 2);
+  d = reinterpret_cast<const uint8_t*>(cut.data());
+  det = DetectEncoding(d, cut.size());
+  EXPECT_EQ(det.secondary, "");
+}
+
+// Hundreds of thousands of bad bytes: a bounded number of findings, the rest summarised.
+TEST(Text, InvalidBytesCappedAndSummarised) {
+  std::string s = "\xEF\xBB\xBF猫 cat\n";
+  for (int i = 0; i < 3000; ++i) s += std::string(100, '\xFF') + "\n";
+  auto* d = reinterpret_cast<const uint8_t*>(s.data());
+  Detection det = DetectEncoding(d, s.size());
+  ASSERT_EQ(det.encoding, "UTF-8");
+  Conversion c;
+  auto f = TextFindings(d, s.size(), det, &c);
+  size_t invalid = 0;
+  bool summary = false;
+  for (auto& x : f) {
+    if (x.code != "invalid-bytes") continue;
+    ++invalid;
+    if (x.message.find("more invalid sequences") != std::string::npos) {
+      summary = true;
+      // The first 20 sequences are all on line 2 (100 bad bytes merge 8 at a time).
+      EXPECT_NE(x.message.find("on 2999 line(s): 3-3001"), std::string::npos) << x.message;
+    }
+  }
+  EXPECT_EQ(invalid, kMaxFindingsPerCode + 1);
+  EXPECT_TRUE(summary);
+  EXPECT_LE(f.size(), kMaxFindingsPerCode + 3);
+  EXPECT_GT(c.bad.size(), kMaxFindingsPerCode);  // the conversion itself still has every sequence
+}
+
 }  // namespace
 }  // namespace edgedecode::doctor
