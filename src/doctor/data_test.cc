@@ -85,7 +85,9 @@ TEST(Data, LyingExtensionsAndClasses) {
   EXPECT_EQ(c.count("classes.txt"), 0u);
   for (const auto& f : r.value().files)
     for (const auto& x : f.findings)
-      if (x.code == "extension-mismatch" && f.path == "img/cat.png") EXPECT_EQ(x.fix, "rename to img/cat.jpg");
+      if (x.code == "extension-mismatch" && f.path == "img/cat.png") {
+        EXPECT_EQ(x.fix, "rename to img/cat.jpg");
+      }
 }
 
 TEST(Data, FixNeverAltersInputAndWritesCopies) {

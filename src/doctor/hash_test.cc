@@ -92,7 +92,9 @@ TEST(Checksums, ExpectedVerdicts) {
   for (const char* ok : {"gnu", "upper-case hex", "binary marker", "crlf", "bsd tag", "bsd tag upper + crlf",
                          "one blank (md5 -r)", "dot slash", "escaped name", "no newline at end"})
     for (const Case& c : Cases()) {
-      if (std::string(c.what) == ok) EXPECT_TRUE(OursOk(t.path, c.text)) << ok;
+      if (std::string(c.what) == ok) {
+        EXPECT_TRUE(OursOk(t.path, c.text)) << ok;
+      }
     }
   for (const char* bad : {"bare digest", "65 digits", "63 digits", "bsd tag lower-case", "bsd tag trailing blank",
                           "bad escape", "utf-8 bom"})

@@ -205,7 +205,9 @@ TEST(Image, TruncatedTwelveBitJpegGetsBothFindings) {
   const Finding* t = Find(c, "truncated");
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->offset, static_cast<int64_t>(cut.size()));
-  if (!c.info.decoded) EXPECT_NE(Find(c, "unsupported-variant"), nullptr);
+  if (!c.info.decoded) {
+    EXPECT_NE(Find(c, "unsupported-variant"), nullptr);
+  }
   // The whole file is not called truncated.
   ImageCheck whole = CheckImage(Format::kJpeg, m12.data(), m12.size());
   EXPECT_EQ(Find(whole, "truncated"), nullptr);

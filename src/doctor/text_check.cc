@@ -214,7 +214,9 @@ std::string LineRanges(const std::vector<int64_t>& lines, size_t max_ranges = 40
     size_t j = i;
     while (j + 1 < lines.size() && lines[j + 1] <= lines[j] + 1) ++j;
     if (ranges++ == max_ranges) return s + ", ...";
-    s += (s.empty() ? "" : ", ") + std::to_string(lines[i]) + (j > i ? "-" + std::to_string(lines[j]) : "");
+    if (!s.empty()) s += ", ";
+    s += std::to_string(lines[i]);
+    if (j > i) s += "-" + std::to_string(lines[j]);
     i = j + 1;
   }
   return s;
