@@ -213,10 +213,16 @@ std::string LineRanges(const std::vector<int64_t>& lines, size_t max_ranges = 40
   for (size_t i = 0; i < lines.size();) {
     size_t j = i;
     while (j + 1 < lines.size() && lines[j + 1] <= lines[j] + 1) ++j;
-    if (ranges++ == max_ranges) return s + ", ...";
+    if (ranges++ == max_ranges) {
+      s += ", ...";
+      return s;
+    }
     if (!s.empty()) s += ", ";
     s += std::to_string(lines[i]);
-    if (j > i) s += "-" + std::to_string(lines[j]);
+    if (j > i) {
+      s += '-';
+      s += std::to_string(lines[j]);
+    }
     i = j + 1;
   }
   return s;
