@@ -1,5 +1,8 @@
 #include "doctor/data.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -214,35 +217,37 @@ Result<DataReport> CheckTree(const DataOptions& opt) {
   int jobs = opt.jobs > 0 ? opt.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   jobs = std::max(1, std::min<int>(jobs, static_cast<int>(std::max<size_t>(1, rep.files.size()))));
   rep.jobs = jobs;
+  rep.files_found = rep.files.size();
   std::atomic<size_t> next{0}, done{0};
+  std::atomic<bool> stopped{false};
+  std::vector<char> checked(rep.files.size(), 0);
   auto worker = [&] {
     std::vector<uint8_t> buf;
-    for (size_t i; (i = next.fetch_add(1)) < rep.files.size();) {
+    for (size_t i; !stopped.load() && (i = next.fetch_add(1)) < rep.files.size();) {
       CheckOne(rep.root + "/" + rep.files[i].path, &rep.files[i], opt, &buf);
+      checked[i] = 1;
       for (auto& f : rep.files[i].findings) f.path = rep.files[i].path;
       done.fetch_add(1);
     }
   };
   std::vector<std::thread> pool;
   for (int j = 0; j < jobs; ++j) pool.emplace_back(worker);
-  if (opt.progress) {
-    const bool tty = isatty(STDERR_FILENO);
+  if (opt.on_progress || opt.stop) {
     const size_t total = rep.files.size();
-    size_t last_line = 0;
-    while (done.load() < total) {
+    while (done.load() < total && !stopped.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      size_t d = done.load();
-      if (tty) {
-        int w = total ? static_cast<int>(40 * d / total) : 40;
-        std::fprintf(stderr, "\r[%.*s%*s] %zu/%zu files", w, "########################################", 40 - w, "", d, total);
-      } else if (d * 10 / std::max<size_t>(1, total) > last_line) {
-        last_line = d * 10 / std::max<size_t>(1, total);
-        std::fprintf(stderr, "doctor: checked %zu/%zu files\n", d, total);
-      }
+      if (opt.stop && opt.stop()) stopped = true;
+      if (opt.on_progress) opt.on_progress(done.load(), total);
     }
-    if (tty) std::fprintf(stderr, "\r%*s\r", 60, "");
   }
   for (auto& t : pool) t.join();
+  if (stopped.load()) {  // keep only the files that were checked
+    rep.interrupted = true;
+    size_t k = 0;
+    for (size_t i = 0; i < rep.files.size(); ++i)
+      if (checked[i]) rep.files[k++] = std::move(rep.files[i]);
+    rep.files.resize(k);
+  }
   VoteAndFinish(opt, &rep);
   for (auto& f : rep.files)
     for (auto& x : f.findings) x.path = f.path;
@@ -344,10 +349,26 @@ Status VerifyAgainst(const std::string& manifest_path, DataReport* r) {
   return Status::Ok();
 }
 
-namespace {
+DataSummary Summarize(const DataReport& r) {
+  DataSummary s;
+  for (const auto& f : r.files) {
+    const bool ghost = f.size == 0 && f.content == Format::kUnknown && f.findings.size();
+    std::string fmt = ghost && f.findings[0].code == "missing"                 ? "missing"
+                      : ghost && f.findings[0].code == "checksum-line-invalid" ? "manifest"
+                                                                               : FormatName(f.content);
+    s.by_format[fmt]++;
+    bool any = false;
+    for (const auto& x : f.findings) {
+      s.by_finding[x.code]++;
+      any |= x.severity != Severity::kInfo;
+    }
+    s.files_and_flagged[fmt].first++;
+    s.files_and_flagged[fmt].second += any;
+  }
+  return s;
+}
 
-nlohmann::json ToJson(const DataReport& r, const std::map<std::string, int>& by_format,
-                      const std::map<std::string, int>& by_finding) {
+nlohmann::json DataReportJson(const DataReport& r, const DataSummary& s) {
   using nlohmann::json;
   json j;
   j["root"] = r.root;
@@ -355,8 +376,9 @@ nlohmann::json ToJson(const DataReport& r, const std::map<std::string, int>& by_
   j["files_with_findings"] = r.FilesWithFindings();
   j["seconds"] = r.seconds;
   j["jobs"] = r.jobs;
-  j["by_format"] = by_format;
-  j["by_finding"] = by_finding;
+  j["interrupted"] = r.interrupted;
+  j["by_format"] = s.by_format;
+  j["by_finding"] = s.by_finding;
   json items = json::array(), findings = json::array();
   for (const auto& f : r.files) {
     json it = {{"path", f.path}, {"size", f.size}, {"format", FormatName(f.content)},
@@ -399,12 +421,26 @@ nlohmann::json ToJson(const DataReport& r, const std::map<std::string, int>& by_
   return j;
 }
 
-bool WriteFile(const fs::path& p, const void* data, size_t n) {
+namespace {
+
+// Writes a fixed copy; never through a symlink (a link planted in the output tree could point into the input
+// tree): every component below out_dir must be a real folder, and the file is opened with O_NOFOLLOW.
+bool WriteFile(const fs::path& out_dir, const fs::path& p, const void* data, size_t n) {
   std::error_code ec;
   fs::create_directories(p.parent_path(), ec);
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
-  return static_cast<bool>(out);
+  for (fs::path d = p.parent_path(); !d.empty() && d != out_dir && d.string().size() > out_dir.string().size();
+       d = d.parent_path())
+    if (fs::is_symlink(fs::symlink_status(d, ec))) return false;
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  const auto* b = static_cast<const uint8_t*>(data);
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t w = ::write(fd, b + done, n - done);
+    if (w <= 0) break;
+    done += static_cast<size_t>(w);
+  }
+  return ::close(fd) == 0 && done == n;
 }
 
 // Findings that mean the file's content is damaged (not merely unsuitable for the target).
@@ -417,9 +453,10 @@ bool Damaged(const FileReport& f, std::string* why) {
   return false;
 }
 
-// Writes fixed copies under out_dir; never touches the input tree. Returns the change log lines.
-// A rewrite of a damaged image is refused (a fix-refused finding on the file): the decoders fill
-// what is lost, so the rewritten copy would check clean while its lost rows are garbage.
+}  // namespace
+
+// A rewrite of a damaged image is refused (a fix-refused finding on the file): the decoders fill what is
+// lost, so the rewritten copy would check clean while its lost rows are garbage.
 std::vector<std::string> WriteFixes(DataReport& r, const std::string& out_dir) {
   std::vector<std::string> log;
   std::vector<uint8_t> buf;
@@ -455,7 +492,7 @@ std::vector<std::string> WriteFixes(DataReport& r, const std::string& out_dir) {
     bool ok;
     std::string what;
     if (reencode) {
-      ok = WriteFile(dst, f.utf8.data(), f.utf8.size());
+      ok = WriteFile(out_dir, dst, f.utf8.data(), f.utf8.size());
       const size_t bad = f.bad_sequences;
       what = "re-encoded " + f.text.encoding + (f.text.bom_bytes ? " (BOM dropped)" : "") + " -> UTF-8";
       if (!f.repaired_lines.empty()) {
@@ -477,7 +514,7 @@ std::vector<std::string> WriteFixes(DataReport& r, const std::string& out_dir) {
         f.findings.push_back(x);
       }
       if (ok && res.ok()) {
-        ok = WriteFile(dst, res.value().data(), res.value().size());
+        ok = WriteFile(out_dir, dst, res.value().data(), res.value().size());
         what = rw ? "resized to fit " + std::to_string(rw) + "x" + std::to_string(rh) +
                         " (libjpeg DCT scaling, aspect kept), baseline Huffman, quality 90"
                   : "transcoded losslessly to baseline sequential Huffman JPEG";
@@ -486,115 +523,12 @@ std::vector<std::string> WriteFixes(DataReport& r, const std::string& out_dir) {
         what = res.ok() ? "" : res.status().message();
       }
     } else {
-      ok = ReadAll(r.root + "/" + f.path, &buf) && WriteFile(dst, buf.data(), buf.size());
+      ok = ReadAll(r.root + "/" + f.path, &buf) && WriteFile(out_dir, dst, buf.data(), buf.size());
       what = std::string("copied with the extension of its content (") + FormatName(f.content) + ")";
     }
     log.push_back(f.path + " -> " + target + ": " + (ok ? what : "FAILED (" + what + ") " + dst.string()));
   }
   return log;
-}
-
-}  // namespace
-
-int RunData(const DataCommand& cmd) {
-  DataOptions opt = cmd.opt;
-  if (cmd.fix && cmd.out_dir.empty()) {
-    std::fprintf(stderr, "doctor data: --fix needs --out DIR (the input tree is never modified)\n");
-    return 2;
-  }
-  if (!cmd.out_dir.empty()) {
-    std::error_code ec;
-    fs::path o = fs::weakly_canonical(cmd.out_dir, ec), r = fs::weakly_canonical(opt.root, ec);
-    auto rel = o.lexically_relative(r).generic_string();
-    if (rel.empty() || rel == "." || rel.rfind("..", 0) != 0) {
-      std::fprintf(stderr, "doctor data: --out %s is inside the input tree %s; choose a directory outside it\n",
-                   cmd.out_dir.c_str(), opt.root.c_str());
-      return 2;
-    }
-    opt.keep_text = true;
-  }
-  if (!cmd.manifest_path.empty() || !cmd.verify_path.empty()) opt.hash = true;
-  auto res = CheckTree(opt);
-  if (!res.ok()) {
-    std::fprintf(stderr, "doctor data: %s\n", res.status().message().c_str());
-    return 3;
-  }
-  DataReport& rep = res.value();
-  if (!cmd.verify_path.empty()) {
-    Status st = VerifyAgainst(cmd.verify_path, &rep);
-    if (!st.ok()) {
-      std::fprintf(stderr, "doctor data: %s\n", st.message().c_str());
-      return st.code() == StatusCode::kIoError ? 3 : 2;
-    }
-  }
-  // Fixes first: a refused fix is a finding, and findings are printed and counted below.
-  std::vector<std::string> fix_log;
-  if (cmd.fix) {
-    fix_log = WriteFixes(rep, cmd.out_dir);
-    std::string text;
-    for (auto& l : fix_log) text += l + "\n";
-    fs::create_directories(cmd.out_dir);
-    WriteFile(fs::path(cmd.out_dir) / "doctor-fixes.log", text.data(), text.size());
-  }
-  std::map<std::string, int> by_format, by_finding;
-  std::map<std::string, std::pair<int, int>> fmt_ok;  // format -> files, files with findings
-  for (const auto& f : rep.files) {
-    const bool ghost = f.size == 0 && f.content == Format::kUnknown && f.findings.size();
-    std::string fmt = ghost && f.findings[0].code == "missing"                 ? "missing"
-                      : ghost && f.findings[0].code == "checksum-line-invalid" ? "manifest"
-                                                                               : FormatName(f.content);
-    by_format[fmt]++;
-    bool any = false;
-    for (const auto& x : f.findings) {
-      by_finding[x.code]++;
-      any |= x.severity != Severity::kInfo;
-    }
-    fmt_ok[fmt].first++;
-    fmt_ok[fmt].second += any;
-  }
-  std::printf("doctor data: %s: %zu files, %zu with findings (%.2f s, %d threads)\n\n", rep.root.c_str(),
-              rep.files.size(), rep.FilesWithFindings(), rep.seconds, rep.jobs);
-  std::printf("  %-10s %7s %7s %9s\n", "format", "files", "clean", "findings");
-  for (auto& [fmt, c] : fmt_ok) std::printf("  %-10s %7d %7d %9d\n", fmt.c_str(), c.first, c.first - c.second, c.second);
-  if (!by_finding.empty()) {
-    std::printf("\n  %-26s %7s\n", "finding", "count");
-    for (auto& [code, c] : by_finding) std::printf("  %-26s %7d\n", code.c_str(), c);
-  }
-  bool printed_header = false;
-  for (const auto& f : rep.files) {
-    for (const auto& x : f.findings) {
-      if (!printed_header) { std::printf("\nfindings:\n"); printed_header = true; }
-      std::printf("  %s: %s [%s]: %s", x.path.c_str(), x.code.c_str(), SeverityName(x.severity), x.message.c_str());
-      if (x.line >= 0) std::printf(" (line %lld, column %lld)", static_cast<long long>(x.line), static_cast<long long>(x.column));
-      if (x.offset >= 0) std::printf(" at byte %lld", static_cast<long long>(x.offset));
-      std::printf("\n");
-      if (!x.fix.empty()) std::printf("      fix: %s\n", x.fix.c_str());
-    }
-  }
-  if (!cmd.json_path.empty()) {
-    std::ofstream out(cmd.json_path);
-    out << ToJson(rep, by_format, by_finding).dump(2) << "\n";
-    if (!out) { std::fprintf(stderr, "doctor data: cannot write %s\n", cmd.json_path.c_str()); return 3; }
-  }
-  if (!cmd.manifest_path.empty()) {
-    std::ofstream out(cmd.manifest_path);
-    out << ManifestText(rep);
-    nlohmann::json mj = nlohmann::json::array();
-    for (const auto& f : rep.files)
-      if (!f.sha256.empty()) mj.push_back({{"path", f.path}, {"size", f.size}, {"sha256", f.sha256}});
-    std::ofstream jout(cmd.manifest_path + ".json");
-    jout << mj.dump(2) << "\n";
-    if (!out || !jout) { std::fprintf(stderr, "doctor data: cannot write %s\n", cmd.manifest_path.c_str()); return 3; }
-    std::printf("\nmanifest: %s (sha256sum -c compatible, run from %s) and %s.json\n", cmd.manifest_path.c_str(),
-                rep.root.c_str(), cmd.manifest_path.c_str());
-  }
-  if (cmd.fix)
-    std::printf("\nfix: %zu log line(s) for files written to %s; log in %s/doctor-fixes.log (originals untouched)\n",
-                fix_log.size(), cmd.out_dir.c_str(), cmd.out_dir.c_str());
-  for (const auto& f : rep.files)
-    for (const auto& x : f.findings)
-      if (x.severity != Severity::kInfo) return 1;
-  return 0;
 }
 
 }  // namespace edgedecode::doctor

@@ -1,9 +1,10 @@
 // `doctor data`: walks a tree in parallel, sniffs, decodes and checks every file, and reports.
-// CheckTree is the library entry (tests call it); RunData prints and writes the side files.
+// CheckTree is the library entry; the command (src/cli/doctor_data.cc) prints and writes the side files.
 // Thread-safety: CheckTree runs its own worker pool; the options and result are plain values.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "doctor/profile.h"
 #include "doctor/text_check.h"
 #include "edgedecode/status.h"
+#include <nlohmann/json.hpp>
 
 namespace edgedecode::doctor {
 
@@ -22,7 +24,10 @@ struct DataOptions {
   int jobs = 0;                    // 0 = hardware concurrency
   std::optional<HwDecoder> hw;     // --target
   bool hash = false;               // compute SHA-256 of every file (manifest/verify)
-  bool progress = false;           // progress bar / lines on stderr
+  // Called from CheckTree's thread about every 20 ms while files are checked (may be empty).
+  std::function<void(size_t done, size_t total)> on_progress;
+  // Asked before each file; once true, the remaining files are not checked (the report says interrupted).
+  std::function<bool()> stop;
   bool keep_text = false;          // keep converted UTF-8 (for --fix)
 };
 
@@ -46,6 +51,8 @@ struct DataReport {
   std::vector<FileReport> files;   // sorted by path
   double seconds = 0;
   int jobs = 1;
+  bool interrupted = false;        // `stop` said so: files holds only the files that were checked
+  size_t files_found = 0;          // regular files in the tree (== files.size() unless interrupted)
   size_t FilesWithFindings() const;  // findings of severity warning or error
 };
 
@@ -56,12 +63,17 @@ std::string ManifestText(const DataReport& r);
 // Missing / changed / unexpected files against a manifest (sha256sum format); adds findings to r.
 Status VerifyAgainst(const std::string& manifest_path, DataReport* r);
 
-// The whole command: prints the summary, writes --json/--manifest/--fix output. Returns the exit code.
-struct DataCommand {
-  DataOptions opt;
-  std::string json_path, manifest_path, verify_path, out_dir;
-  bool fix = false;
+// Counts per format and per finding code, and per format how many files have findings.
+struct DataSummary {
+  std::map<std::string, int> by_format, by_finding;
+  std::map<std::string, std::pair<int, int>> files_and_flagged;  // format -> files, files with findings
 };
-int RunData(const DataCommand& cmd);
+DataSummary Summarize(const DataReport& r);
+// The report as JSON (root, counts, items, findings).
+nlohmann::json DataReportJson(const DataReport& r, const DataSummary& s);
+// Writes fixed copies under out_dir (renamed images, re-encoded text, JPEGs the target cannot decode) and
+// never touches the input tree; a damaged image is not rewritten (a fix-refused finding on it). Returns the
+// change log, one line per file.
+std::vector<std::string> WriteFixes(DataReport& r, const std::string& out_dir);
 
 }  // namespace edgedecode::doctor

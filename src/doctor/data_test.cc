@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/doctor_data.h"
 #include "doctor/hash.h"
 #include "doctor/jpeg_fix.h"
 #include "doctor/test_util.h"
@@ -94,12 +95,12 @@ TEST(Data, FixNeverAltersInputAndWritesCopies) {
   TempDir t, out;
   MakeTree(t.path);
   auto before = HashTree(t.path);
-  DataCommand cmd;
+  cli::DoctorDataCommand cmd;
   cmd.opt.root = t.path;
   cmd.fix = true;
   cmd.out_dir = out.path + "/fixed";
   cmd.json_path = out.path + "/report.json";
-  EXPECT_EQ(RunData(cmd), 1);
+  EXPECT_EQ(cli::RunDoctorData(cmd), 1);
   EXPECT_EQ(HashTree(t.path), before);
   EXPECT_TRUE(fs::exists(out.path + "/fixed/img/cat.jpg"));
   EXPECT_TRUE(fs::exists(out.path + "/fixed/img/dog.png"));
@@ -108,22 +109,42 @@ TEST(Data, FixNeverAltersInputAndWritesCopies) {
   EXPECT_EQ(std::string(lab.begin(), lab.end()), kLabels);
   EXPECT_TRUE(fs::exists(out.path + "/report.json"));
   // --fix without --out, or --out inside the input: usage errors, nothing written.
-  DataCommand bad = cmd;
+  cli::DoctorDataCommand bad = cmd;
   bad.out_dir.clear();
-  EXPECT_EQ(RunData(bad), 2);
+  EXPECT_EQ(cli::RunDoctorData(bad), 2);
   bad.out_dir = t.path + "/fixed";
-  EXPECT_EQ(RunData(bad), 2);
+  EXPECT_EQ(cli::RunDoctorData(bad), 2);
   EXPECT_FALSE(fs::exists(t.path + "/fixed"));
   EXPECT_EQ(HashTree(t.path), before);
+  // A folder named "..fixed" inside the input is still inside it; the input's parent contains it.
+  bad.out_dir = t.path + "/..fixed";
+  EXPECT_EQ(cli::RunDoctorData(bad), 2);
+  bad.out_dir = fs::path(t.path).parent_path().string();
+  EXPECT_EQ(cli::RunDoctorData(bad), 2);
+  // A bare relative name outside the input is fine.
+  const fs::path cwd = fs::current_path();
+  fs::current_path(out.path);
+  bad.out_dir = "rel-out";
+  EXPECT_EQ(cli::RunDoctorData(bad), 1);
+  EXPECT_TRUE(fs::exists(out.path + "/rel-out/doctor-fixes.log"));
+  fs::current_path(cwd);
+  // An output tree holding a symlink into the input: nothing is written through it.
+  const std::string planted = out.path + "/planted";
+  fs::create_directories(planted);
+  fs::create_symlink(t.path + "/img", planted + "/img");
+  bad.out_dir = planted;
+  cli::RunDoctorData(bad);
+  EXPECT_EQ(HashTree(t.path), before);
+  EXPECT_FALSE(fs::exists(t.path + "/img/cat.jpg"));
 }
 
 TEST(Data, ManifestAndVerify) {
   TempDir t, o;
   MakeTree(t.path);
-  DataCommand cmd;
+  cli::DoctorDataCommand cmd;
   cmd.opt.root = t.path;
   cmd.manifest_path = o.path + "/MANIFEST.sha256";
-  RunData(cmd);
+  cli::RunDoctorData(cmd);
   ASSERT_TRUE(fs::exists(cmd.manifest_path));
   ASSERT_TRUE(fs::exists(cmd.manifest_path + ".json"));
   // A "lossy WebP" flip that decoders would accept: only the manifest sees it.
@@ -148,11 +169,11 @@ TEST(Data, ManifestAndVerify) {
 TEST(Data, ExitCodes) {
   TempDir t;
   WriteBytes(t.path + "/a.png", ReadBytes(Testdata("images/pillow/hopper.png")));
-  DataCommand cmd;
+  cli::DoctorDataCommand cmd;
   cmd.opt.root = t.path;
-  EXPECT_EQ(RunData(cmd), 0);
+  EXPECT_EQ(cli::RunDoctorData(cmd), 0);
   cmd.opt.root = t.path + "/does-not-exist";
-  EXPECT_EQ(RunData(cmd), 3);
+  EXPECT_EQ(cli::RunDoctorData(cmd), 3);
 }
 
 TEST(Data, ShortFileDecidedByFolderVote) {
@@ -180,7 +201,7 @@ TEST(Data, FixReencodesJpegsForTheHardwareDecoder) {
   testing::TempDir t, o;
   testing::WriteBytes(t / "ari.jpg", testing::ReadBytes(testing::Testdata("images/libjpeg-turbo/testimgari.jpg")));
   testing::WriteBytes(t / "big.jpg", testing::ReadBytes(testing::Testdata("images/pillow/hopper.jpg")));
-  DataCommand cmd;
+  cli::DoctorDataCommand cmd;
   cmd.opt.root = t.path;
   HwDecoder hw;
   hw.target = "npu";
@@ -192,7 +213,7 @@ TEST(Data, FixReencodesJpegsForTheHardwareDecoder) {
   cmd.opt.hw = hw;
   cmd.fix = true;
   cmd.out_dir = o / "fixed";
-  EXPECT_EQ(RunData(cmd), 1);
+  EXPECT_EQ(cli::RunDoctorData(cmd), 1);
   // The arithmetic file was transcoded; the copy now passes the same profile and decodes.
   DataOptions again;
   again.root = o / "fixed";
@@ -213,7 +234,7 @@ TEST(Data, FixReencodesJpegsForTheHardwareDecoder) {
   testing::TempDir o2;
   cmd.opt.hw->max_width = cmd.opt.hw->max_height = 100;
   cmd.out_dir = o2 / "fixed";
-  RunData(cmd);
+  cli::RunDoctorData(cmd);
   auto b = testing::ReadBytes(o2 / "fixed/big.jpg");
   ASSERT_FALSE(b.empty());
   ImageCheck c = CheckImage(Format::kJpeg, b.data(), b.size());
@@ -240,11 +261,11 @@ TEST(Data, FixDecodesGbkLinesOfAUtf8File) {
     file += (i == 4 || i == 11 ? Gbk(line) : line) + "\n";
   }
   testing::WriteBytes(t / "labels.txt", file);
-  DataCommand cmd;
+  cli::DoctorDataCommand cmd;
   cmd.opt.root = t.path;
   cmd.fix = true;
   cmd.out_dir = o / "fixed";
-  EXPECT_EQ(RunData(cmd), 1);
+  EXPECT_EQ(cli::RunDoctorData(cmd), 1);
   auto out = testing::ReadBytes(o / "fixed/labels.txt");
   EXPECT_EQ(std::string(out.begin(), out.end()), utf8);
   auto log = testing::ReadBytes(o / "fixed/doctor-fixes.log");
@@ -272,7 +293,7 @@ TEST(Data, UnlistedFormatsSameRuleOnAJpegOnlyDecoder) {
   heic += std::string("\0\0\0\x08" "mdat", 8);
   testing::WriteBytes(t / "e.heic", heic);
   testing::WriteBytes(t / "f.jpg", testing::ReadBytes(testing::Testdata("images/pillow/hopper.jpg")));
-  DataCommand cmd;
+  cli::DoctorDataCommand cmd;
   cmd.opt.root = t.path;
   auto hw = LoadHwDecoder("rk3588-npu");
   ASSERT_TRUE(hw.ok()) << hw.status().message();
@@ -288,15 +309,15 @@ TEST(Data, UnlistedFormatsSameRuleOnAJpegOnlyDecoder) {
     EXPECT_EQ(sev[p], Severity::kError) << p;
   }
   EXPECT_EQ(sev.count("f.jpg"), 0u);
-  EXPECT_EQ(RunData(cmd), 1);
+  EXPECT_EQ(cli::RunDoctorData(cmd), 1);
   // Only the HEIF: still exit 1 (it was an info note and exit 0).
   testing::TempDir h;
   testing::WriteBytes(h / "only.heic", heic);
   cmd.opt.root = h.path;
-  EXPECT_EQ(RunData(cmd), 1);
+  EXPECT_EQ(cli::RunDoctorData(cmd), 1);
   // A profile that lists HEIF: the no-decoder note alone, exit 0.
   cmd.opt.hw->formats.insert("heif");
-  EXPECT_EQ(RunData(cmd), 0);
+  EXPECT_EQ(cli::RunDoctorData(cmd), 0);
 }
 
 }  // namespace
@@ -324,7 +345,7 @@ TEST(Data, FixRefusesToHideDamage) {
   testing::WriteBytes(t / "cut_base.jpg", cut_base);
   testing::WriteBytes(t / "cut_named.png", cut_prog);  // damaged and misnamed: copied, not rewritten
   testing::WriteBytes(t / "good_prog.jpg", prog);
-  DataCommand cmd;
+  cli::DoctorDataCommand cmd;
   cmd.opt.root = t.path;
   HwDecoder hw;
   hw.target = "npu";
@@ -334,7 +355,7 @@ TEST(Data, FixRefusesToHideDamage) {
   cmd.fix = true;
   cmd.out_dir = o / "fixed";
   cmd.json_path = o / "report.json";
-  EXPECT_EQ(RunData(cmd), 1);
+  EXPECT_EQ(cli::RunDoctorData(cmd), 1);
   auto js = testing::ReadBytes(o / "report.json");
   const std::string report(js.begin(), js.end());
   std::set<std::string> refused;
@@ -378,11 +399,11 @@ TEST(Data, FixedTextWithLostBytesNeverChecksClean) {
   for (int i = 0; i < 20; ++i) text += "交通信号灯 停车标志\n";
   text.insert(text.find("停车"), "\xFF");
   testing::WriteBytes(t / "labels.txt", text);
-  DataCommand cmd;
+  cli::DoctorDataCommand cmd;
   cmd.opt.root = t.path;
   cmd.fix = true;
   cmd.out_dir = o / "fixed";
-  EXPECT_EQ(RunData(cmd), 1);
+  EXPECT_EQ(cli::RunDoctorData(cmd), 1);
   auto log = testing::ReadBytes(o / "fixed/doctor-fixes.log");
   EXPECT_NE(std::string(log.begin(), log.end()).find("PARTIAL: 1 bad sequence"), std::string::npos);
   DataOptions again;

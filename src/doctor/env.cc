@@ -233,7 +233,7 @@ ModelCheck CheckModel(const std::string& path, bool hash) {
   return m;
 }
 
-int RunEnv(const EnvOptions& opt) {
+nlohmann::json CollectEnv(const EnvOptions& opt, int* exit_code) {
   using nlohmann::json;
   json j;
   int rc = 0;
@@ -294,54 +294,8 @@ int RunEnv(const EnvOptions& opt) {
     if (v.code == "referrers-unreadable") rc = 3;
     else if (v.code != "referrers-ok") rc = std::max(rc, 1);
   }
-  if (opt.json) {
-    std::printf("%s\n", j.dump(2).c_str());
-    return rc;
-  }
-  std::printf("cpu:      %s (%s), %d cores online, %d usable\n", c.model.c_str(), c.arch.c_str(), c.logical_cores, c.usable_cores);
-  std::string feats;
-  for (auto& f : c.features) feats += (feats.empty() ? "" : " ") + f;
-  std::printf("isa:      %s\n", feats.c_str());
-  std::printf("memory:   %.1f GiB total, %.1f GiB available\n", c.mem_total / 1073741824.0, c.mem_available / 1073741824.0);
-  std::printf("cgroup:   v%d, memory limit %s, cpu limit %s\n", c.cgroup_version,
-              c.cgroup_memory_limit < 0 ? "none" : (std::to_string(c.cgroup_memory_limit >> 20) + " MiB").c_str(),
-              c.cgroup_cpus < 0 ? "none" : std::to_string(c.cgroup_cpus).c_str());
-  if (j.contains("bandwidth")) {
-    std::printf("bandwidth (read, %zu MiB buffer):", static_cast<size_t>(j["bandwidth"]["buffer_bytes"]) >> 20);
-    for (auto& p : j["bandwidth"]["points"]) std::printf("  %dT %.1f GB/s", p["threads"].get<int>(), p["gb_per_s"].get<double>());
-    std::printf("\n");
-  }
-  if (j.contains("model")) {
-    auto& m = j["model"];
-    if (m["ok"]) {
-      std::printf("model:    %s: GGUF v%u, %s, %zu tensors, %.1f MiB, %.1f MiB read per token\n", opt.model.c_str(),
-                  m["version"].get<unsigned>(), m["architecture"].get<std::string>().c_str(), m["tensors"].get<size_t>(),
-                  m["file_size"].get<double>() / 1048576, m["bytes_per_token"].get<double>() / 1048576);
-      if (m.contains("roofline_tok_per_s")) std::printf("roofline: %.1f tok/s decode at best measured bandwidth (memory-bound upper limit)\n", m["roofline_tok_per_s"].get<double>());
-    } else {
-      std::printf("model:    %s: CORRUPT: %s\n", opt.model.c_str(), m["error"].get<std::string>().c_str());
-    }
-    std::printf("sha256:   %s%s\n", m["sha256"].get<std::string>().c_str(),
-                m.contains("sha256_match") ? (m["sha256_match"].get<bool>() ? " (matches .sha256)" : " (MISMATCH against .sha256)")
-                : m.contains("sha256_file") ? " (.sha256 beside it not usable)" : " (no .sha256 beside it)");
-    for (auto& f : m["findings"])
-      std::printf("  %s: %s [%s]: %s\n", f["path"].get<std::string>().c_str(), f["code"].get<std::string>().c_str(),
-                  f["severity"].get<std::string>().c_str(), f["message"].get<std::string>().c_str());
-  }
-  if (j.contains("oci")) {
-    auto& o = j["oci"];
-    std::printf("oci:      %s: %d manifest(s), %d blob(s) checked, %d referrer(s)\n", opt.oci.c_str(),
-                o["manifests"].get<int>(), o["blobs_checked"].get<int>(), o["referrers"].get<int>());
-    for (auto& p : o["platforms"]) std::printf("          platform %s\n", p.get<std::string>().c_str());
-    for (auto& f : o["findings"])
-      std::printf("  %s: %s [%s]: %s\n", f["path"].get<std::string>().c_str(), f["code"].get<std::string>().c_str(),
-                  f["severity"].get<std::string>().c_str(), f["message"].get<std::string>().c_str());
-  }
-  if (j.contains("referrers_response")) {
-    auto& r = j["referrers_response"];
-    std::printf("referrers: %s: %s: %s\n", opt.referrers.c_str(), r["code"].get<std::string>().c_str(), r["message"].get<std::string>().c_str());
-  }
-  return rc;
+  *exit_code = rc;
+  return j;
 }
 
 }  // namespace edgedecode::doctor

@@ -2,6 +2,8 @@
 // and decode roofline, OCI layouts offline. Functions are independent and thread-compatible.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,7 +18,6 @@ struct EnvOptions {
   int max_threads = 0;
   int bandwidth_mib = 256;
   bool no_bandwidth = false;
-  bool json = false;
 };
 
 struct CpuInfo {
@@ -45,6 +46,8 @@ struct ModelCheck {
 // bytes_per_token: every weight once, but only one row of the token embedding.
 ModelCheck CheckModel(const std::string& path, bool hash = true);
 
-int RunEnv(const EnvOptions& opt);
+// Everything `doctor env` reports, as JSON (cpu, memory, cgroup, bandwidth, model, oci, referrers_response);
+// *exit_code: 0 clean, 1 findings, 3 an unreadable referrers reply. Prints nothing.
+nlohmann::json CollectEnv(const EnvOptions& opt, int* exit_code);
 
 }  // namespace edgedecode::doctor
