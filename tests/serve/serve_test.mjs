@@ -1,0 +1,260 @@
+// `edgedecode serve` driven by the official OpenAI client (npm openai, pinned in tools/oracle) and raw
+// fetch for what the client hides (status codes, error objects, the non-OpenAI routes). The greedy
+// answers are compared with `edgedecode run --temp 0` on the same input, solo and two at once.
+//
+// usage: node serve_test.mjs --edgedecode BIN --testdata DIR --work DIR
+// Exit 0 when every check passes; the server is killed on every way out.
+import { spawn, execFileSync } from "node:child_process";
+import { createRequire } from "node:module";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const oracle = path.resolve(here, "..", "..", "tools", "oracle");
+const require = createRequire(path.join(oracle, "package.json"));
+let OpenAI;
+try {
+  OpenAI = require("openai");
+} catch (e) {
+  console.error("serve_test: npm openai is missing: run `make setup` (npm ci in tools/oracle)\n" + e.message);
+  process.exit(1);
+}
+
+const args = {};
+for (let i = 2; i + 1 < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, "")] = process.argv[i + 1];
+const bin = args.edgedecode;
+const model = path.join(args.testdata, "llm", "gguf", "stories260K.f32.gguf");
+const work = args.work;
+fs.mkdirSync(work, { recursive: true });
+const templatePath = path.join(work, "chatml.jinja");
+fs.writeFileSync(templatePath,
+  "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" +
+  "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}");
+const KEY = "serve-test-key";
+const K = 24;  // tokens per answer: short, the suite stays fast
+
+let failures = 0;
+function check(ok, what, detail = "") {
+  if (ok) console.log(`ok   ${what}`);
+  else {
+    failures++;
+    console.log(`FAIL ${what}${detail ? ": " + detail : ""}`);
+  }
+}
+const eq = (a, b, what) => check(JSON.stringify(a) === JSON.stringify(b), what, `got ${JSON.stringify(a)}, want ${JSON.stringify(b)}`);
+
+// `edgedecode run --temp 0` as the reference: text, token counts, finish reason.
+function runRef(prompt, chat, n = K) {
+  const argv = ["run", "-m", model, "-p", prompt, "--temp", "0", "-n", String(n), "--json", "-t", "1"];
+  if (chat) argv.push("--chat", "--chat-template", templatePath);
+  const j = JSON.parse(execFileSync(bin, argv, { stdio: ["ignore", "pipe", "ignore"] }).toString());
+  return { text: j.text, prompt_tokens: j.prompt_tokens.length, completion_tokens: j.tokens.length,
+           finish: j.stop === "eos" || j.stop === "stop_string" ? "stop" : "length" };
+}
+
+let server = null;
+let serverExit = null;
+function killServer() {
+  if (server && server.exitCode === null) server.kill("SIGKILL");
+}
+process.on("exit", killServer);
+const watchdog = setTimeout(() => {
+  console.log("FAIL the test ran past 240 s");
+  killServer();
+  process.exit(1);
+}, 240000);
+
+async function startServer() {
+  server = spawn(bin, ["serve", "-m", model, "--port", "0", "--parallel", "2", "-b", "16", "-t", "1",
+                       "--chat-template", templatePath, "--api-key", KEY], { stdio: ["ignore", "ignore", "pipe"] });
+  serverExit = new Promise((resolve) => server.on("exit", (code, sig) => resolve({ code, sig })));
+  let log = "";
+  const port = await new Promise((resolve, reject) => {
+    server.stderr.on("data", (d) => {
+      log += d.toString();
+      const m = log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
+      if (m) resolve(Number(m[1]));
+    });
+    server.on("exit", () => reject(new Error("the server exited: " + log)));
+  });
+  server.stderr.on("data", (d) => process.stderr.write(d));
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(base + "/health")).status === 200) return base;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("/health never answered 200");
+}
+
+async function raw(base, route, body, { key = KEY, method = "POST", rawBody } = {}) {
+  const headers = { "Content-Type": "application/json" };
+  if (key) headers.Authorization = `Bearer ${key}`;
+  const r = await fetch(base + route, { method, headers, body: method === "GET" ? undefined : rawBody ?? JSON.stringify(body) });
+  const text = await r.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch {}
+  return { status: r.status, json, text };
+}
+
+async function collect(stream, chat) {
+  let text = "", finish = null, usage = null, chunks = 0;
+  for await (const c of stream) {
+    chunks++;
+    if (c.usage) usage = c.usage;
+    for (const ch of c.choices) {
+      text += chat ? ch.delta?.content ?? "" : ch.text ?? "";
+      if (ch.finish_reason) finish = ch.finish_reason;
+    }
+  }
+  return { text, finish, usage, chunks };
+}
+
+const usageOf = (ref) => ({ prompt_tokens: ref.prompt_tokens, completion_tokens: ref.completion_tokens,
+                            total_tokens: ref.prompt_tokens + ref.completion_tokens });
+
+async function testChat(client, ref) {
+  const messages = [{ role: "user", content: "Once upon a time" }];
+  const r = await client.chat.completions.create({ model: "m", messages, temperature: 0, max_tokens: K });
+  eq(r.choices[0].message.content, ref.text, "chat: greedy answer equals `run --chat --temp 0`");
+  eq(r.choices[0].finish_reason, ref.finish, "chat: finish_reason");
+  eq(r.usage, usageOf(ref), "chat: usage");
+  const s = await collect(await client.chat.completions.create({ model: "m", messages, temperature: 0, max_completion_tokens: K,
+                                                                   stream: true, stream_options: { include_usage: true } }), true);
+  eq(s.text, ref.text, "chat stream: text equals `run --chat --temp 0`");
+  eq(s.finish, ref.finish, "chat stream: finish_reason");
+  eq(s.usage, usageOf(ref), "chat stream: include_usage chunk");
+}
+
+async function testCompletions(client, ref) {
+  const r = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K });
+  eq(r.choices[0].text, ref.text, "completions: greedy text equals `run --temp 0`");
+  eq(r.usage, usageOf(ref), "completions: usage");
+  const s = await collect(await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K, stream: true }), false);
+  eq(s.text, ref.text, "completions stream: text");
+  check(s.usage === null && s.chunks > 2, "completions stream: several chunks, no usage unless asked", `chunks ${s.chunks}`);
+  const short = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: 3 });
+  eq([short.choices[0].finish_reason, short.usage.completion_tokens], ["length", 3], "max_tokens 3: finish_reason length, 3 tokens");
+  // A stop string from the middle of the reference: the text up to it, finish_reason stop.
+  const stop = ref.text.slice(12, 16);
+  const want = ref.text.slice(0, ref.text.indexOf(stop));
+  const st = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K, stop: [stop, "zzzz"] });
+  eq([st.choices[0].text, st.choices[0].finish_reason], [want, "stop"], `stop ${JSON.stringify(stop)}`);
+  const ss = await collect(await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K, stop, stream: true }), false);
+  eq([ss.text, ss.finish], [want, "stop"], "stop (stream)");
+}
+
+async function testErrors(base, client) {
+  let r = await raw(base, "/v1/chat/completions", null, { rawBody: "{not json" });
+  check(r.status === 400 && r.json?.error?.type === "invalid_request_error", "malformed JSON: 400 error object", r.text);
+  r = await raw(base, "/v1/chat/completions", { messages: "hi" });
+  eq([r.status, r.json?.error?.param], [400, "messages"], "messages not an array: 400 param messages");
+  r = await raw(base, "/v1/completions", { prompt: "x", n: 2 });
+  eq([r.status, r.json?.error?.param], [400, "n"], "n 2: 400 param n");
+  r = await raw(base, "/v1/completions", { prompt: "x", temperature: 5 });
+  check(r.status === 400 && r.json?.error?.param === "temperature" && /temperature/.test(r.json.error.message), "temperature 5: 400 naming it", r.text);
+  r = await raw(base, "/v1/completions", { prompt: "x", max_tokens: 0 });
+  eq([r.status, r.json?.error?.param], [400, "max_tokens"], "max_tokens 0: 400 param max_tokens");
+  r = await raw(base, "/v1/completions", { prompt: "x" }, { key: null });
+  eq([r.status, r.json?.error?.code], [401, "invalid_api_key"], "no API key: 401");
+  try {
+    await new OpenAI({ baseURL: base + "/v1", apiKey: "wrong", maxRetries: 0 }).models.list();
+    check(false, "wrong API key: the client throws 401");
+  } catch (e) {
+    eq(e.status, 401, "wrong API key: the client throws 401");
+  }
+  r = await raw(base, "/v1/nothing", {});
+  check(r.status === 404 && r.json?.error?.message, "unknown path: 404 error object", r.text);
+  r = await raw(base, "/v1/completions", null, { rawBody: JSON.stringify({ prompt: "x".repeat(2 << 20) }) });
+  check(r.status === 413 && r.json?.error, "2 MiB body: 413 error object", `${r.status} ${r.text.slice(0, 200)}`);
+  const models = await client.models.list();
+  eq(models.data.map((m) => m.id), ["stories260K.f32.gguf"], "/v1/models lists the model");
+}
+
+async function testTokenize(base) {
+  const t = await raw(base, "/tokenize", { content: "Once upon a time, there was a cat." });
+  check(Array.isArray(t.json?.tokens) && t.json.tokens.length > 3, "/tokenize gives tokens", t.text);
+  const d = await raw(base, "/detokenize", { tokens: t.json?.tokens ?? [] });
+  eq(d.json?.content?.trimStart(), "Once upon a time, there was a cat.", "/detokenize round trip");
+  const bad = await raw(base, "/detokenize", { tokens: [1, -5] });
+  eq([bad.status, bad.json?.error?.param], [400, "tokens"], "/detokenize bad id: 400 param tokens");
+}
+
+// Two streams at once with different prompts (one long enough for several prefill chunks): each equals
+// its own solo answer, so the slots do not share state.
+async function testConcurrent(client, refA, refB, promptB) {
+  const go = async (prompt) => collect(await client.completions.create({ model: "m", prompt, temperature: 0, max_tokens: K, stream: true }), false);
+  const [a, b] = await Promise.all([go("Lily and Tom"), go(promptB)]);
+  eq(a.text, refA.text, "concurrent stream A equals its solo answer");
+  eq(b.text, refB.text, "concurrent stream B equals its solo answer");
+}
+
+async function testAbort(base, client) {
+  const ac = new AbortController();
+  let got = 0;
+  try {
+    const s = await client.completions.create({ model: "m", prompt: "The dog", temperature: 0.8, max_tokens: 400, stream: true },
+                                              { signal: ac.signal });
+    for await (const c of s) {
+      if (++got === 2) ac.abort();
+    }
+  } catch {}
+  check(got >= 2, "abort: the stream started");
+  let busy = -1;
+  for (let i = 0; i < 50 && busy !== 0; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    const m = await raw(base, "/metrics", null, { method: "GET" });
+    busy = Number(/^edgedecode_slots_busy (\S+)$/m.exec(m.text)?.[1] ?? -1);
+  }
+  eq(busy, 0, "abort: the slot is freed");
+  const h = await fetch(base + "/health");
+  eq(h.status, 200, "abort: the server still answers");
+  const m = (await raw(base, "/metrics", null, { method: "GET" })).text;
+  for (const name of ["edgedecode_requests_total", "edgedecode_prompt_tokens_total", "edgedecode_completion_tokens_total",
+                      "edgedecode_queue_depth", "edgedecode_kv_cells_used"])
+    check(m.includes(name), `/metrics has ${name}`);
+}
+
+// SIGTERM during a stream: the stream still ends with [DONE], then the server exits 0.
+async function testDrain(client) {
+  const s = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K, stream: true });
+  let text = "", first = true;
+  for await (const c of s) {
+    if (first) server.kill("SIGTERM"), (first = false);
+    text += c.choices[0]?.text ?? "";
+  }
+  check(text.length > 0, "drain: the stream in flight finishes after SIGTERM");
+  const { code } = await serverExit;
+  eq(code, 0, "drain: exit 0 after SIGTERM");
+}
+
+async function main() {
+  const chatRef = runRef("Once upon a time", true);
+  const refA = runRef("Lily and Tom", false);
+  const promptB = "One day, a little girl named Sue went to the park with her mom. She saw a big tree and a small bird on it.";
+  const refB = runRef(promptB, false);
+  check(refA.text !== refB.text, "the two references differ (the cross-talk check can fail)");
+  const base = await startServer();
+  const client = new OpenAI({ baseURL: base + "/v1", apiKey: KEY, maxRetries: 0 });
+  await testChat(client, chatRef);
+  await testCompletions(client, refA);
+  await testErrors(base, client);
+  await testTokenize(base);
+  await testConcurrent(client, refA, refB, promptB);
+  await testAbort(base, client);
+  await testDrain(client);
+}
+
+try {
+  await main();
+} catch (e) {
+  failures++;
+  console.log("FAIL " + (e.stack ?? e));
+} finally {
+  killServer();
+  clearTimeout(watchdog);
+}
+console.log(failures ? `serve_test: ${failures} check(s) failed` : "serve_test: all checks passed");
+process.exit(failures ? 1 : 0);
