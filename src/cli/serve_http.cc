@@ -73,7 +73,7 @@ struct GenParams {
   int64_t max_tokens = -1;  // -1: until the context is full
   llm::SamplerParams sampling;
   std::vector<std::string> stops;
-  bool stream = false, include_usage = false;
+  bool stream = false, include_usage = false, ignore_eos = false;
 };
 
 std::optional<ApiError> ParseStops(const json& b, std::vector<std::string>* stops) {
@@ -132,6 +132,10 @@ std::optional<ApiError> ParseGenParams(const json& b, GenParams* p) {
     s.seed = (static_cast<uint64_t>(rd()) << 32) | rd();
   }
   if (auto e = ParseStops(b, &p->stops)) return e;
+  if (Present(b, "ignore_eos")) {
+    if (!b["ignore_eos"].is_boolean()) return BadParam("ignore_eos", "must be a boolean");
+    p->ignore_eos = b["ignore_eos"].get<bool>();
+  }
   return ParseStream(b, p);
 }
 
@@ -251,9 +255,11 @@ bool StreamStep(Stream& st, httplib::DataSink& sink) {
     st.started = true;
     if (st.shape.chat && !Write(sink, ChunkEvent(st.shape, "", "", true))) return job.cancelled = true, false;
   }
-  std::string text;
-  const bool done = job.WaitText(&text, 100);
-  if (!text.empty() && !Write(sink, ChunkEvent(st.shape, text, "", false))) return job.cancelled = true, false;
+  std::vector<std::string> pieces;
+  const bool done = job.WaitPieces(&pieces, 100);
+  std::string events;
+  for (const std::string& p : pieces) events += ChunkEvent(st.shape, p, "", false);
+  if (!events.empty() && !Write(sink, events)) return job.cancelled = true, false;
   if (!done) return true;
   std::string tail;
   if (!job.error.ok()) {
@@ -397,6 +403,7 @@ void Api::Generate(const std::string& body, bool chat, httplib::Response& res) {
   job->max_tokens = static_cast<int>(p.max_tokens > 0 ? p.max_tokens : n_ctx);
   job->sampling = p.sampling;
   job->stops = p.stops;
+  job->ignore_eos = p.ignore_eos;
   if (Status st = sched_->Submit(job); !st.ok()) return SendError(res, StatusToError(st));
   Shape shape{chat, (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id_++), o_.model_id, Now(), static_cast<int>(prompt.size())};
 
@@ -416,10 +423,12 @@ void Api::Generate(const std::string& body, bool chat, httplib::Response& res) {
     return;
   }
   ++in_flight_;
-  std::string text;
-  while (!job->WaitText(&text, 1000)) {
+  std::vector<std::string> pieces;
+  while (!job->WaitPieces(&pieces, 1000)) {
   }
   --in_flight_;
+  std::string text;
+  for (const std::string& p : pieces) text += p;
   if (!job->error.ok()) return SendError(res, StatusToError(job->error));
   SendJson(res, WholeResponse(shape, text, job->finish_reason, job->completion_tokens));
 }

@@ -8,11 +8,11 @@
 
 namespace edgedecode::cli::serve {
 
-bool Job::WaitText(std::string* out, int timeout_ms) {
+bool Job::WaitPieces(std::vector<std::string>* out, int timeout_ms) {
   std::unique_lock<std::mutex> lk(mu);
-  cv.wait_for(lk, std::chrono::milliseconds(timeout_ms), [&] { return !text.empty() || done; });
-  out->append(text);
-  text.clear();
+  cv.wait_for(lk, std::chrono::milliseconds(timeout_ms), [&] { return !pieces.empty() || done; });
+  for (std::string& p : pieces) out->push_back(std::move(p));
+  pieces.clear();
   return done;
 }
 
@@ -169,7 +169,7 @@ void Scheduler::Step(Slot& s) {
   }
   // Decode: the same order of checks as `run`, so that greedy output is the same token for token.
   const int32_t next = s.sampler->Sample(ctx.logits(0), ctx.n_vocab());
-  if (tk_.IsEndOfGeneration(next)) return Finish(s, "stop");
+  if (!job.ignore_eos && tk_.IsEndOfGeneration(next)) return Finish(s, "stop");
   ++s.generated;
   std::string piece = tk_.TokenToPiece(next);
   // SentencePiece: the space a word carries is dropped right after BOS (as `run` and llama.cpp do).
@@ -178,9 +178,11 @@ void Scheduler::Step(Slot& s) {
   const std::string out = s.stopper->Push(s.utf8.Push(piece));
   {
     std::lock_guard<std::mutex> jl(job.mu);
-    job.text += out;
     job.completion_tokens = s.generated;
-    if (!out.empty()) job.cv.notify_all();
+    if (!out.empty()) {
+      job.pieces.push_back(out);
+      job.cv.notify_all();
+    }
   }
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -201,7 +203,7 @@ void Scheduler::Finish(Slot& s, const std::string& reason, const Status& error) 
   s.stopper.reset();
   {
     std::lock_guard<std::mutex> jl(job->mu);
-    job->text += tail;
+    if (!tail.empty()) job->pieces.push_back(tail);
     job->finish_reason = reason;
     job->error = error;
     job->done = true;

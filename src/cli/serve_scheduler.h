@@ -31,22 +31,23 @@ struct Job {
   int max_tokens = 16;
   llm::SamplerParams sampling;
   std::vector<std::string> stops;
+  bool ignore_eos = false;  // generate past end-of-generation tokens (llama.cpp's extension)
 
   // Set by the handler when the client is gone: the scheduler frees the slot within one step.
   std::atomic<bool> cancelled{false};
 
   std::mutex mu;
   std::condition_variable cv;
-  std::string text;            // text generated and not yet taken by the handler (TakeText)
+  std::vector<std::string> pieces;  // text generated and not yet taken by the handler, one per token
   bool done = false;
   std::string finish_reason;   // "stop" or "length" once done
   int completion_tokens = 0;
   int reused_tokens = 0;       // prompt tokens served from the slot's KV cache
   Status error;                // a failed forward pass
 
-  // Blocks until text is available or the job is done (or timeout passed); moves the text out.
-  // Returns whether the job is done.
-  bool WaitText(std::string* out, int timeout_ms);
+  // Blocks until text is available or the job is done (or timeout passed); appends the new pieces to
+  // *out (a stream sends one event each). Returns whether the job is done.
+  bool WaitPieces(std::vector<std::string>* out, int timeout_ms);
 };
 
 struct SchedulerStats {

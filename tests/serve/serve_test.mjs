@@ -66,7 +66,7 @@ const watchdog = setTimeout(() => {
 }, 240000);
 
 async function startServer() {
-  server = spawn(bin, ["serve", "-m", model, "--port", "0", "--parallel", "2", "-b", "16", "-t", "1",
+  server = spawn(bin, ["serve", "-m", model, "--port", "0", "--parallel", "2", "-b", "16", "-t", "1", "-c", "4096",
                        "--chat-template", templatePath, "--api-key", KEY], { stdio: ["ignore", "ignore", "pipe"] });
   serverExit = new Promise((resolve) => server.on("exit", (code, sig) => resolve({ code, sig })));
   let log = "";
@@ -114,24 +114,26 @@ async function collect(stream, chat) {
 
 const usageOf = (ref) => ({ prompt_tokens: ref.prompt_tokens, completion_tokens: ref.completion_tokens,
                             total_tokens: ref.prompt_tokens + ref.completion_tokens });
+// The three counts in one order (JSON key order is not part of the API).
+const counts = (u) => u && { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.total_tokens };
 
 async function testChat(client, ref) {
   const messages = [{ role: "user", content: "Once upon a time" }];
   const r = await client.chat.completions.create({ model: "m", messages, temperature: 0, max_tokens: K });
   eq(r.choices[0].message.content, ref.text, "chat: greedy answer equals `run --chat --temp 0`");
   eq(r.choices[0].finish_reason, ref.finish, "chat: finish_reason");
-  eq(r.usage, usageOf(ref), "chat: usage");
+  eq(counts(r.usage), usageOf(ref), "chat: usage");
   const s = await collect(await client.chat.completions.create({ model: "m", messages, temperature: 0, max_completion_tokens: K,
                                                                    stream: true, stream_options: { include_usage: true } }), true);
   eq(s.text, ref.text, "chat stream: text equals `run --chat --temp 0`");
   eq(s.finish, ref.finish, "chat stream: finish_reason");
-  eq(s.usage, usageOf(ref), "chat stream: include_usage chunk");
+  eq(counts(s.usage), usageOf(ref), "chat stream: include_usage chunk");
 }
 
 async function testCompletions(client, ref) {
   const r = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K });
   eq(r.choices[0].text, ref.text, "completions: greedy text equals `run --temp 0`");
-  eq(r.usage, usageOf(ref), "completions: usage");
+  eq(counts(r.usage), usageOf(ref), "completions: usage");
   const s = await collect(await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K, stream: true }), false);
   eq(s.text, ref.text, "completions stream: text");
   check(s.usage === null && s.chunks > 2, "completions stream: several chunks, no usage unless asked", `chunks ${s.chunks}`);
@@ -191,41 +193,71 @@ async function testConcurrent(client, refA, refB, promptB) {
   eq(b.text, refB.text, "concurrent stream B equals its solo answer");
 }
 
+async function metric(base, name) {
+  const m = await raw(base, "/metrics", null, { method: "GET" });
+  return Number(new RegExp(`^${name} (\\S+)$`, "m").exec(m.text)?.[1] ?? -1);
+}
+
+async function waitIdle(base) {
+  for (let i = 0; i < 100; i++) {
+    if ((await metric(base, "edgedecode_slots_busy")) === 0 && (await metric(base, "edgedecode_queue_depth")) === 0) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return false;
+}
+
+// A long generation (ignore_eos, 4000 tokens) whose client aborts after two chunks: it stops long before
+// its end, its slot is freed, and the server goes on.
+const LONG = 4000;
 async function testAbort(base, client) {
+  const before = await metric(base, "edgedecode_completion_tokens_total");
   const ac = new AbortController();
   let got = 0;
   try {
-    const s = await client.completions.create({ model: "m", prompt: "The dog", temperature: 0.8, max_tokens: 400, stream: true },
-                                              { signal: ac.signal });
+    const s = await client.completions.create({ model: "m", prompt: "The dog", temperature: 0.8, max_tokens: LONG, ignore_eos: true,
+                                                stream: true }, { signal: ac.signal });
     for await (const c of s) {
       if (++got === 2) ac.abort();
     }
   } catch {}
   check(got >= 2, "abort: the stream started");
-  let busy = -1;
-  for (let i = 0; i < 50 && busy !== 0; i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    const m = await raw(base, "/metrics", null, { method: "GET" });
-    busy = Number(/^edgedecode_slots_busy (\S+)$/m.exec(m.text)?.[1] ?? -1);
-  }
-  eq(busy, 0, "abort: the slot is freed");
-  const h = await fetch(base + "/health");
-  eq(h.status, 200, "abort: the server still answers");
+  check(await waitIdle(base), "abort: the slot is freed");
+  const generated = (await metric(base, "edgedecode_completion_tokens_total")) - before;
+  check(generated > 0 && generated < LONG / 2, "abort: the generation stopped early", `${generated} of ${LONG} tokens`);
+  eq((await fetch(base + "/health")).status, 200, "abort: the server still answers");
   const m = (await raw(base, "/metrics", null, { method: "GET" })).text;
   for (const name of ["edgedecode_requests_total", "edgedecode_prompt_tokens_total", "edgedecode_completion_tokens_total",
-                      "edgedecode_queue_depth", "edgedecode_kv_cells_used"])
+                      "edgedecode_queue_depth", "edgedecode_slots_busy", "edgedecode_kv_cells_used"])
     check(m.includes(name), `/metrics has ${name}`);
 }
 
-// SIGTERM during a stream: the stream still ends with [DONE], then the server exits 0.
+// 2 slots + a queue of 8 full of long streams: the next request gets 429. The streams are then aborted.
+async function testQueueFull(base) {
+  const ac = new AbortController();
+  const body = JSON.stringify({ prompt: "The cat", max_tokens: LONG, ignore_eos: true, stream: true });
+  const headers = { "Content-Type": "application/json", Authorization: `Bearer ${KEY}` };
+  const streams = [];
+  for (let i = 0; i < 10; i++) streams.push(fetch(base + "/v1/completions", { method: "POST", headers, body, signal: ac.signal }));
+  const ok = (await Promise.all(streams)).filter((r) => r.status === 200).length;
+  const r = await raw(base, "/v1/completions", { prompt: "The cat", max_tokens: 2 });
+  eq([ok, r.status, r.json?.error?.code], [10, 429, "rate_limit_exceeded"], "queue full: 10 accepted, the 11th gets 429");
+  ac.abort();
+  check(await waitIdle(base), "queue full: aborted streams free every slot and the queue");
+}
+
+// SIGTERM during a long stream: the stream still runs to its end ([DONE], all its tokens), then the
+// server exits 0.
 async function testDrain(client) {
-  const s = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K, stream: true });
-  let text = "", first = true;
+  const n = 1500;
+  const s = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0.8, max_tokens: n, ignore_eos: true,
+                                              stream: true, stream_options: { include_usage: true } });
+  let first = true, usage = null, finish = null;
   for await (const c of s) {
     if (first) server.kill("SIGTERM"), (first = false);
-    text += c.choices[0]?.text ?? "";
+    if (c.usage) usage = c.usage;
+    if (c.choices[0]?.finish_reason) finish = c.choices[0].finish_reason;
   }
-  check(text.length > 0, "drain: the stream in flight finishes after SIGTERM");
+  eq([usage?.completion_tokens, finish], [n, "length"], "drain: the stream in flight at SIGTERM runs to its end");
   const { code } = await serverExit;
   eq(code, 0, "drain: exit 0 after SIGTERM");
 }
@@ -243,6 +275,7 @@ async function main() {
   await testErrors(base, client);
   await testTokenize(base);
   await testConcurrent(client, refA, refB, promptB);
+  await testQueueFull(base);
   await testAbort(base, client);
   await testDrain(client);
 }
