@@ -69,11 +69,12 @@ Result<std::vector<std::unique_ptr<llm::Context>>> MakeContexts(const ModelOptio
       pp.n_seqs = k;
       if (llm::PlanMemory(*w.model, pp).total <= avail) fits = k;
     }
-    const std::string what = fits > 0 ? "--parallel " + std::to_string(fits) + " would fit at -c " + std::to_string(cp.n_ctx)
-                                       : "not even one slot fits";
+    const std::string what =
+        fits > 0 ? "--parallel " + std::to_string(fits) + " would fit at -c " + std::to_string(cp.n_ctx) +
+                       " (or lower -c, or use --kv-type q8_0 / q4_0)"
+                 : "not even --parallel 1 fits: lower -c, use --kv-type q8_0 / q4_0, or a smaller weight type (see edgedecode plan)";
     return ResourceExhausted("--parallel " + std::to_string(parallel) + " needs " + llm::FormatBytes(plan.total) + " but " +
-                             llm::FormatBytes(avail) + " is available: " + what +
-                             "; or lower -c, or use --kv-type q8_0 / q4_0 (see edgedecode plan)");
+                             llm::FormatBytes(avail) + " is available: " + what);
   }
   std::vector<std::unique_ptr<llm::Context>> ctxs;
   for (int i = 0; i < parallel; ++i) {

@@ -4,7 +4,7 @@
 //
 // usage: node serve_test.mjs --edgedecode BIN --testdata DIR --work DIR
 // Exit 0 when every check passes; the server is killed on every way out.
-import { spawn, execFileSync } from "node:child_process";
+import { spawn, spawnSync, execFileSync } from "node:child_process";
 import { createRequire } from "node:module";
 import fs from "node:fs";
 import path from "node:path";
@@ -262,7 +262,19 @@ async function testDrain(client) {
   eq(code, 0, "drain: exit 0 after SIGTERM");
 }
 
+// Refusals before serving: a non-loopback bind without a key (exit 2), slots that do not fit in memory
+// (exit 1, saying how many would).
+function testRefusals() {
+  let r = spawnSync(bin, ["serve", "-m", model, "--host", "0.0.0.0", "--port", "0"], { encoding: "utf8", timeout: 20000 });
+  check(r.status === 2 && /--api-key/.test(r.stderr), "--host 0.0.0.0 without --api-key: exit 2 naming --api-key", `${r.status} ${r.stderr}`);
+  r = spawnSync(bin, ["serve", "-m", model, "--port", "0", "--parallel", "64", "-c", "4096"],
+                { encoding: "utf8", timeout: 20000, env: { ...process.env, EDGEDECODE_AVAILABLE_MEMORY: String(40 << 20) } });
+  check(r.status === 1 && /--parallel \d+ would fit/.test(r.stderr) && /KV cache/.test(r.stderr),
+        "--parallel 64 beyond memory: exit 1 with the plan and the slots that fit", `${r.status} ${r.stderr.slice(-300)}`);
+}
+
 async function main() {
+  testRefusals();
   const chatRef = runRef("Once upon a time", true);
   const refA = runRef("Lily and Tom", false);
   const promptB = "One day, a little girl named Sue went to the park with her mom. She saw a big tree and a small bird on it.";
