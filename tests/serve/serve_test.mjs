@@ -45,8 +45,8 @@ function check(ok, what, detail = "") {
 const eq = (a, b, what) => check(JSON.stringify(a) === JSON.stringify(b), what, `got ${JSON.stringify(a)}, want ${JSON.stringify(b)}`);
 
 // `edgedecode run --temp 0` as the reference: text, token counts, finish reason.
-function runRef(prompt, chat, n = K) {
-  const argv = ["run", "-m", model, "-p", prompt, "--temp", "0", "-n", String(n), "--json", "-t", "1"];
+function runRef(prompt, chat, n = K, extra = []) {
+  const argv = ["run", "-m", model, "-p", prompt, "--temp", "0", "-n", String(n), "--json", "-t", "1", ...extra];
   if (chat) argv.push("--chat", "--chat-template", templatePath);
   const j = JSON.parse(execFileSync(bin, argv, { stdio: ["ignore", "pipe", "ignore"] }).toString());
   return { text: j.text, prompt_tokens: j.prompt_tokens.length, completion_tokens: j.tokens.length,
@@ -130,6 +130,19 @@ async function testChat(client, ref) {
   eq(counts(s.usage), usageOf(ref), "chat stream: include_usage chunk");
 }
 
+// After the concurrent streams one slot holds prompt A and the other prompt B. A then B again (one at a
+// time, both slots free) each go to the slot holding their prompt, which is in the KV cache: only the
+// last token is prefilled. (Taking the first free slot would put both in the same one and reuse ~nothing.)
+async function testPrefixReuse(base, client, prompts) {
+  for (const [i, prompt] of prompts.entries()) {
+    const before = await metric(base, "edgedecode_prompt_tokens_reused_total");
+    const r = await client.completions.create({ model: "m", prompt, temperature: 0, max_tokens: 4 });
+    const reused = (await metric(base, "edgedecode_prompt_tokens_reused_total")) - before;
+    const n = r.usage.prompt_tokens;
+    check(reused === n - 1, `prefix reuse ${"AB"[i]}: the prompt is found in its slot's KV cache`, `${reused} of ${n} tokens reused`);
+  }
+}
+
 async function testCompletions(client, ref) {
   const r = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K });
   eq(r.choices[0].text, ref.text, "completions: greedy text equals `run --temp 0`");
@@ -184,11 +197,22 @@ async function testTokenize(base) {
   eq([bad.status, bad.json?.error?.param], [400, "tokens"], "/detokenize bad id: 400 param tokens");
 }
 
-// Two streams at once with different prompts (one long enough for several prefill chunks): each equals
-// its own solo answer, so the slots do not share state.
+// Two long streams at once (ignore_eos, N2 tokens each; one prompt long enough for several prefill
+// chunks of -b 16) that overlap in time: each equals its own solo answer, so the slots share no state.
+const N2 = 300;
 async function testConcurrent(client, refA, refB, promptB) {
-  const go = async (prompt) => collect(await client.completions.create({ model: "m", prompt, temperature: 0, max_tokens: K, stream: true }), false);
+  const go = async (prompt) => {
+    const s = await client.completions.create({ model: "m", prompt, temperature: 0, max_tokens: N2, ignore_eos: true, stream: true });
+    let text = "", t0 = 0, t1 = 0;
+    for await (const c of s) {
+      t0 ||= performance.now();
+      t1 = performance.now();
+      text += c.choices[0]?.text ?? "";
+    }
+    return { text, t0, t1 };
+  };
   const [a, b] = await Promise.all([go("Lily and Tom"), go(promptB)]);
+  check(a.t0 < b.t1 && b.t0 < a.t1, "concurrent streams overlap in time", JSON.stringify([a.t0, a.t1, b.t0, b.t1]));
   eq(a.text, refA.text, "concurrent stream A equals its solo answer");
   eq(b.text, refB.text, "concurrent stream B equals its solo answer");
 }
@@ -278,15 +302,17 @@ async function main() {
   const chatRef = runRef("Once upon a time", true);
   const refA = runRef("Lily and Tom", false);
   const promptB = "One day, a little girl named Sue went to the park with her mom. She saw a big tree and a small bird on it.";
-  const refB = runRef(promptB, false);
-  check(refA.text !== refB.text, "the two references differ (the cross-talk check can fail)");
+  const longA = runRef("Lily and Tom", false, N2, ["--ignore-eos", "-c", "4096"]);
+  const longB = runRef(promptB, false, N2, ["--ignore-eos", "-c", "4096"]);
+  check(longA.text !== longB.text, "the two references differ (the cross-talk check can fail)");
   const base = await startServer();
   const client = new OpenAI({ baseURL: base + "/v1", apiKey: KEY, maxRetries: 0 });
   await testChat(client, chatRef);
   await testCompletions(client, refA);
   await testErrors(base, client);
   await testTokenize(base);
-  await testConcurrent(client, refA, refB, promptB);
+  await testConcurrent(client, longA, longB, promptB);
+  await testPrefixReuse(base, client, ["Lily and Tom", promptB]);
   await testQueueFull(base);
   await testAbort(base, client);
   await testDrain(client);
