@@ -111,10 +111,15 @@ int ServeMain(int argc, char** argv) {
   app.add_option("--port", so.port, "TCP port (0: any free port, printed)")->capture_default_str();
   app.add_option("--parallel,--np", so.parallel, "slots: requests generated at once, each with its own KV cache")->capture_default_str();
   app.add_option("--queue", so.queue, "requests that may wait for a slot; beyond it 429 (default: 4 x --parallel)");
-  app.add_option("--api-key", so.api_key, "require 'Authorization: Bearer KEY' on every route but /health");
+  app.add_option("--api-key", so.api_key, "require 'Authorization: Bearer KEY' on every route but /health (or set "
+                 "EDGEDECODE_API_KEY: a key on the command line is visible to other users in ps)")
+      ->envname("EDGEDECODE_API_KEY");
   app.add_flag("--no-auth", so.no_auth, "allow a non-loopback --host without --api-key");
   app.add_option("--chat-template", so.chat_template, "a Jinja template FILE instead of the model's, for /v1/chat/completions");
   app.add_option("--max-body", so.max_body, "largest request body in bytes; beyond it 413")->capture_default_str();
+  // llama-server's spelling of --parallel (CLI11 takes single-dash names of one letter only).
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "-np") argv[i] = const_cast<char*>("--parallel");
   if (auto rc = Parse(app, argc, argv)) return *rc;
   if (Status st = Validate(so); !st.ok()) return Fail(cmd, st);
   if (Status st = mo.Validate(); !st.ok()) return Fail(cmd, st);
