@@ -297,8 +297,41 @@ function testRefusals() {
         "--parallel 64 beyond memory: exit 1 with the plan and the slots that fit", `${r.status} ${r.stderr.slice(-300)}`);
 }
 
+// While the model loads (a 135M-parameter synth model: long enough to see), /health and the API answer
+// 503; then 200.
+async function testLoading() {
+  const big = path.join(work, "synth-smollm2-135m.gguf");
+  execFileSync(bin, ["synth", "--preset", "smollm2-135m", "-o", big], { stdio: "ignore" });
+  const p = spawn(bin, ["serve", "-m", big, "--port", "0", "-c", "256", "-t", "1"], { stdio: ["ignore", "ignore", "pipe"] });
+  try {
+    let log = "";
+    const port = await new Promise((resolve, reject) => {
+      p.stderr.on("data", (d) => {
+        log += d.toString();
+        const m = log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
+        if (m) resolve(Number(m[1]));
+      });
+      p.on("exit", () => reject(new Error("the server exited: " + log)));
+    });
+    const base = `http://127.0.0.1:${port}`;
+    const h = await fetch(base + "/health");
+    const c = await raw(base, "/v1/completions", { prompt: "x" }, { key: null });
+    eq([h.status, c.status, c.json?.error?.code], [503, 503, "model_loading"], "loading: /health and the API answer 503");
+    let status = 0;
+    for (let i = 0; i < 600 && status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      status = (await fetch(base + "/health")).status;
+    }
+    eq(status, 200, "loaded: /health answers 200");
+  } finally {
+    p.kill("SIGKILL");
+    fs.rmSync(big, { force: true });
+  }
+}
+
 async function main() {
   testRefusals();
+  await testLoading();
   const chatRef = runRef("Once upon a time", true);
   const refA = runRef("Lily and Tom", false);
   const promptB = "One day, a little girl named Sue went to the park with her mom. She saw a big tree and a small bird on it.";
