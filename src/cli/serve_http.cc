@@ -404,11 +404,15 @@ void Api::Generate(const std::string& body, bool chat, httplib::Response& res) {
   job->sampling = p.sampling;
   job->stops = p.stops;
   job->ignore_eos = p.ignore_eos;
-  if (Status st = sched_->Submit(job); !st.ok()) return SendError(res, StatusToError(st));
+  // Counted before Submit: a drain that sees 0 in flight never misses an accepted job.
+  ++in_flight_;
+  if (Status st = sched_->Submit(job); !st.ok()) {
+    --in_flight_;
+    return SendError(res, StatusToError(st));
+  }
   Shape shape{chat, (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id_++), o_.model_id, Now(), static_cast<int>(prompt.size())};
 
   if (p.stream) {
-    ++in_flight_;
     auto st = std::make_shared<Stream>();
     st->job = job;
     st->shape = shape;
@@ -422,7 +426,6 @@ void Api::Generate(const std::string& body, bool chat, httplib::Response& res) {
         });
     return;
   }
-  ++in_flight_;
   std::vector<std::string> pieces;
   while (!job->WaitPieces(&pieces, 1000)) {
   }
