@@ -7,6 +7,7 @@ namespace edgedecode::cli {
 // One line per subcommand; keep in the order of `edgedecode --help`.
 int RunMain(int argc, char** argv);
 int ChatMain(int argc, char** argv);
+int ServeMain(int argc, char** argv);
 int LogitsMain(int argc, char** argv);
 int BenchMain(int argc, char** argv);
 int PerplexityMain(int argc, char** argv);

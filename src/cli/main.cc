@@ -30,6 +30,7 @@ const Command kCommands[] = {
     {"scan", edgedecode::cli::ScanMain, "where each node of a model runs on a target device"},
     {"rewrite", edgedecode::cli::RewriteMain, "rewrite an ONNX model for a device (shapes, Resize), verified by ONNX Runtime"},
     {"doctor", edgedecode::cli::DoctorMain, "environment and data checks that expose decode failures"},
+    {"serve", edgedecode::cli::ServeMain, "OpenAI-compatible HTTP service (chat/completions, streaming, parallel slots)"},
 #endif
 };
 

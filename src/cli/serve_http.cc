@@ -1,0 +1,500 @@
+#include "cli/serve_http.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cmath>
+#include <random>
+
+#include "cli/common.h"
+
+namespace edgedecode::cli::serve {
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+// An OpenAI error: the HTTP status and the fields of {"error": {...}}.
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string param;  // "" -> null
+  std::string code;   // "" -> null
+  std::string type = "invalid_request_error";
+};
+
+void SendError(httplib::Response& res, const ApiError& e) {
+  ojson err = {{"message", e.message}, {"type", e.type}, {"param", nullptr}, {"code", nullptr}};
+  if (!e.param.empty()) err["param"] = e.param;
+  if (!e.code.empty()) err["code"] = e.code;
+  res.status = e.status;
+  res.set_content(DumpJson(ojson{{"error", err}}) + "\n", "application/json");
+}
+
+void SendJson(httplib::Response& res, const ojson& j) { res.set_content(DumpJson(j) + "\n", "application/json"); }
+
+ApiError BadParam(const std::string& param, const std::string& message) {
+  return ApiError{400, param + ": " + message, param, "invalid_value"};
+}
+
+// Parses a JSON object body; a 400 naming the problem otherwise.
+std::optional<ApiError> ParseBody(const std::string& body, json* out) {
+  *out = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (out->is_discarded()) return ApiError{400, "the request body is not valid JSON", "", "invalid_json"};
+  if (!out->is_object()) return ApiError{400, "the request body must be a JSON object", "", "invalid_json"};
+  return std::nullopt;
+}
+
+bool Present(const json& b, const char* key) { return b.contains(key) && !b[key].is_null(); }
+
+// A number field within [lo, hi]; absent or null keeps *v.
+std::optional<ApiError> NumberField(const json& b, const char* key, double lo, double hi, float* v) {
+  if (!Present(b, key)) return std::nullopt;
+  const json& x = b[key];
+  if (!x.is_number() || !std::isfinite(x.get<double>()) || x.get<double>() < lo || x.get<double>() > hi)
+    return BadParam(key, "must be a number in [" + DumpJson(lo) + ", " + DumpJson(hi) + "]");
+  *v = x.get<float>();
+  return std::nullopt;
+}
+
+std::optional<ApiError> IntField(const json& b, const char* key, int64_t lo, int64_t hi, int64_t* v) {
+  if (!Present(b, key)) return std::nullopt;
+  const json& x = b[key];
+  if (!x.is_number_integer() || x.get<int64_t>() < lo || x.get<int64_t>() > hi)
+    return BadParam(key, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  *v = x.get<int64_t>();
+  return std::nullopt;
+}
+
+// The request fields both generation routes share.
+struct GenParams {
+  int64_t max_tokens = -1;  // -1: until the context is full
+  llm::SamplerParams sampling;
+  std::vector<std::string> stops;
+  bool stream = false, include_usage = false, ignore_eos = false;
+};
+
+std::optional<ApiError> ParseStops(const json& b, std::vector<std::string>* stops) {
+  if (!Present(b, "stop")) return std::nullopt;
+  const json& s = b["stop"];
+  if (s.is_string()) {
+    stops->push_back(s.get<std::string>());
+    return std::nullopt;
+  }
+  if (!s.is_array() || s.size() > 16) return BadParam("stop", "must be a string or an array of at most 16 strings");
+  for (const json& x : s) {
+    if (!x.is_string()) return BadParam("stop", "must be a string or an array of at most 16 strings");
+    stops->push_back(x.get<std::string>());
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseStream(const json& b, GenParams* p) {
+  if (Present(b, "stream")) {
+    if (!b["stream"].is_boolean()) return BadParam("stream", "must be a boolean");
+    p->stream = b["stream"].get<bool>();
+  }
+  if (Present(b, "stream_options")) {
+    const json& so = b["stream_options"];
+    if (!so.is_object()) return BadParam("stream_options", "must be an object");
+    if (Present(so, "include_usage")) {
+      if (!so["include_usage"].is_boolean()) return BadParam("stream_options.include_usage", "must be a boolean");
+      p->include_usage = so["include_usage"].get<bool>();
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseGenParams(const json& b, GenParams* p) {
+  int64_t n = 1;
+  if (IntField(b, "n", INT64_MIN, INT64_MAX, &n)) return BadParam("n", "must be an integer");
+  if (n != 1) return BadParam("n", "only n = 1 is supported");
+  if (auto e = IntField(b, "max_tokens", 1, INT32_MAX, &p->max_tokens)) return e;
+  if (auto e = IntField(b, "max_completion_tokens", 1, INT32_MAX, &p->max_tokens)) return e;
+  llm::SamplerParams& s = p->sampling;
+  // OpenAI's defaults: temperature 1, top_p 1, no top-k, no min-p, no penalty.
+  s.temperature = 1.0f, s.top_p = 1.0f, s.top_k = 0, s.min_p = 0.0f, s.repeat_penalty = 1.0f;
+  if (auto e = NumberField(b, "temperature", 0, 2, &s.temperature)) return e;
+  if (auto e = NumberField(b, "top_p", 0, 1, &s.top_p)) return e;
+  if (s.top_p == 0) s.temperature = 0, s.top_p = 1;  // nothing but the most likely token: greedy
+  if (auto e = NumberField(b, "min_p", 0, 1, &s.min_p)) return e;
+  int64_t top_k = 0;
+  if (auto e = IntField(b, "top_k", 0, INT32_MAX, &top_k)) return e;
+  s.top_k = static_cast<int>(top_k);
+  int64_t seed = -1;
+  if (auto e = IntField(b, "seed", INT64_MIN, INT64_MAX, &seed)) return e;
+  if (Present(b, "seed")) {
+    s.seed = static_cast<uint64_t>(seed);
+  } else {
+    std::random_device rd;
+    s.seed = (static_cast<uint64_t>(rd()) << 32) | rd();
+  }
+  if (auto e = ParseStops(b, &p->stops)) return e;
+  if (Present(b, "ignore_eos")) {
+    if (!b["ignore_eos"].is_boolean()) return BadParam("ignore_eos", "must be a boolean");
+    p->ignore_eos = b["ignore_eos"].get<bool>();
+  }
+  return ParseStream(b, p);
+}
+
+// OpenAI messages to the {role, content} array the chat template reads; content parts of type "text" are
+// joined.
+std::optional<ApiError> ParseMessages(const json& b, ojson* out) {
+  if (!b.contains("messages") || !b["messages"].is_array() || b["messages"].empty())
+    return BadParam("messages", "must be a non-empty array of {role, content} objects");
+  *out = ojson::array();
+  for (size_t i = 0; i < b["messages"].size(); ++i) {
+    const json& m = b["messages"][i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+      return BadParam(where + ".role", "must be a string");
+    std::string content;
+    const json c = m.value("content", json());
+    if (c.is_string()) {
+      content = c.get<std::string>();
+    } else if (c.is_array()) {
+      for (const json& part : c) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+          return BadParam(where + ".content", "only text parts ({\"type\": \"text\", \"text\": ...}) are supported");
+        content += part["text"].get<std::string>();
+      }
+    } else if (!c.is_null()) {
+      return BadParam(where + ".content", "must be a string or an array of text parts");
+    }
+    out->push_back({{"role", m["role"].get<std::string>()}, {"content", content}});
+  }
+  return std::nullopt;
+}
+
+int64_t Now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+ApiError StatusToError(const Status& st) {
+  switch (st.code()) {
+    case StatusCode::kResourceExhausted: return ApiError{429, st.message(), "", "rate_limit_exceeded", "rate_limit_error"};
+    case StatusCode::kUnavailable: return ApiError{503, st.message(), "", "unavailable", "server_error"};
+    case StatusCode::kInvalidArgument: return ApiError{400, st.message(), "", "invalid_value"};
+    default: return ApiError{500, st.message(), "", "internal_error", "server_error"};
+  }
+}
+
+// What one response (whole or streamed) names and counts.
+struct Shape {
+  bool chat;
+  std::string id, model;
+  int64_t created;
+  int prompt_tokens;
+};
+
+ojson Usage(const Shape& s, int completion_tokens) {
+  return {{"prompt_tokens", s.prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", s.prompt_tokens + completion_tokens}};
+}
+
+ojson Envelope(const Shape& s, bool chunk) {
+  const char* object = s.chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
+  return {{"id", s.id}, {"object", object}, {"created", s.created}, {"model", s.model}, {"system_fingerprint", "edgedecode"}};
+}
+
+ojson WholeResponse(const Shape& s, const std::string& text, const std::string& finish, int completion_tokens) {
+  ojson j = Envelope(s, false);
+  ojson choice = {{"index", 0}};
+  if (s.chat)
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  else
+    choice["text"] = text;
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = finish;
+  j["choices"] = ojson::array({choice});
+  j["usage"] = Usage(s, completion_tokens);
+  return j;
+}
+
+// One streamed chunk: text (or, with finish set, the last chunk and its finish_reason).
+std::string ChunkEvent(const Shape& s, const std::string& text, const std::string& finish, bool role) {
+  ojson j = Envelope(s, true);
+  ojson choice = {{"index", 0}};
+  if (s.chat) {
+    choice["delta"] = ojson::object();
+    if (role) choice["delta"]["role"] = "assistant";
+    if (finish.empty()) choice["delta"]["content"] = text;
+  } else {
+    choice["text"] = text;
+  }
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = finish.empty() ? ojson(nullptr) : ojson(finish);
+  j["choices"] = ojson::array({choice});
+  return "data: " + DumpJson(j) + "\n\n";
+}
+
+std::string UsageEvent(const Shape& s, int completion_tokens) {
+  ojson j = Envelope(s, true);
+  j["choices"] = ojson::array();
+  j["usage"] = Usage(s, completion_tokens);
+  return "data: " + DumpJson(j) + "\n\n";
+}
+
+// A streamed response: the job, what the chunks name, and how far it got.
+struct Stream {
+  std::shared_ptr<Job> job;
+  Shape shape;
+  bool include_usage = false, started = false;
+};
+
+bool Write(httplib::DataSink& sink, const std::string& s) { return sink.write(s.data(), s.size()); }
+
+// The chunked content provider's body: called until it calls sink.done() or returns false. A failed write
+// means the client is gone: the job is cancelled, which frees its slot at the scheduler's next step.
+bool StreamStep(Stream& st, httplib::DataSink& sink) {
+  Job& job = *st.job;
+  if (!st.started) {
+    st.started = true;
+    if (st.shape.chat && !Write(sink, ChunkEvent(st.shape, "", "", true))) return job.cancelled = true, false;
+  }
+  std::vector<std::string> pieces;
+  const bool done = job.WaitPieces(&pieces, 100);
+  std::string events;
+  for (const std::string& p : pieces) events += ChunkEvent(st.shape, p, "", false);
+  if (!events.empty() && !Write(sink, events)) return job.cancelled = true, false;
+  if (!done) return true;
+  std::string tail;
+  if (!job.error.ok()) {
+    ApiError e = StatusToError(job.error);
+    tail = "data: " + DumpJson(ojson{{"error", {{"message", e.message}, {"type", e.type}, {"param", nullptr}, {"code", e.code}}}}) + "\n\n";
+  } else {
+    tail = ChunkEvent(st.shape, "", job.finish_reason, false);
+    if (st.include_usage) tail += UsageEvent(st.shape, job.completion_tokens);
+  }
+  tail += "data: [DONE]\n\n";
+  if (!Write(sink, tail)) return false;
+  sink.done();
+  return true;
+}
+
+bool KeyMatches(const std::string& header, const std::string& key) {
+  const std::string want = "Bearer " + key;
+  if (header.size() != want.size()) return false;
+  unsigned diff = 0;  // constant time over the length: no early exit on the first differing byte
+  for (size_t i = 0; i < want.size(); ++i) diff |= static_cast<unsigned char>(header[i] ^ want[i]);
+  return diff == 0;
+}
+
+const char* KnownPath(const std::string& p) {
+  for (const char* k : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics", "/tokenize",
+                        "/detokenize"})
+    if (p == k) return k;
+  return "other";
+}
+
+}  // namespace
+
+void Api::SetReady(const llm::Model& model, std::optional<ChatPrompt> chat, std::string chat_error, Scheduler& sched) {
+  model_ = &model;
+  chat_ = std::move(chat);
+  chat_error_ = std::move(chat_error);
+  sched_ = &sched;
+  ready_ = true;
+}
+
+void Api::CountRequest(const std::string& path, int status) {
+  std::lock_guard<std::mutex> lk(count_mu_);
+  ++requests_[std::string(KnownPath(path)) + "\t" + std::to_string(status)];
+}
+
+void Api::Register(httplib::Server& svr, int handler_threads) {
+  // Every streaming request holds a handler thread until its last token.
+  svr.new_task_queue = [handler_threads] { return new httplib::ThreadPool(static_cast<size_t>(handler_threads)); };
+  svr.set_payload_max_length(o_.max_body_bytes);
+  svr.set_read_timeout(30, 0);
+  svr.set_write_timeout(30, 0);
+  svr.set_keep_alive_timeout(5);
+  svr.set_keep_alive_max_count(100);
+  svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (!o_.api_key.empty() && !KeyMatches(req.get_header_value("Authorization"), o_.api_key)) {
+      SendError(res, {401, "missing or wrong API key: send the header 'Authorization: Bearer KEY'", "", "invalid_api_key"});
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!ready_ && req.path != "/metrics") {
+      SendError(res, {503, "the model is loading; retry when /health answers 200", "", "model_loading", "server_error"});
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  // Error statuses without a body (httplib's own: 404 no route, 413 body too large, 400 bad request line).
+  svr.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404)
+      SendError(res, {404, "no route " + req.method + " " + req.path, "", "not_found"});
+    else if (res.status == 413)
+      SendError(res, {413, "the request body is larger than " + std::to_string(o_.max_body_bytes) + " bytes", "", "request_too_large"});
+    else
+      SendError(res, {res.status, "HTTP status " + std::to_string(res.status), "", ""});
+  });
+  svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    SendError(res, {500, what, "", "internal_error", "server_error"});
+  });
+  svr.set_logger([this](const httplib::Request& req, const httplib::Response& res) { CountRequest(req.path, res.status); });
+
+  svr.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (!ready_) return res.status = 503, SendJson(res, {{"status", "loading"}});
+    if (draining_) return res.status = 503, SendJson(res, {{"status", "shutting down"}});
+    SendJson(res, {{"status", "ok"}});
+  });
+  svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(Metrics(), "text/plain; version=0.0.4");
+  });
+  svr.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    SendJson(res, {{"object", "list"},
+                   {"data", ojson::array({{{"id", o_.model_id}, {"object", "model"}, {"created", Now()}, {"owned_by", "edgedecode"}}})}});
+  });
+  svr.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { Generate(req.body, true, res); });
+  svr.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { Generate(req.body, false, res); });
+  svr.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) { Tokenize(req.body, res); });
+  svr.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) { Detokenize(req.body, res); });
+}
+
+void Api::Generate(const std::string& body, bool chat, httplib::Response& res) {
+  json b;
+  if (auto e = ParseBody(body, &b)) return SendError(res, *e);
+  GenParams p;
+  if (auto e = ParseGenParams(b, &p)) return SendError(res, *e);
+  const tok::Tokenizer& tk = model_->tokenizer();
+  std::vector<int32_t> prompt;
+  const char* prompt_param = chat ? "messages" : "prompt";
+  if (chat) {
+    if (!chat_) return SendError(res, {400, chat_error_, "messages", "no_chat_template"});
+    ojson messages;
+    if (auto e = ParseMessages(b, &messages)) return SendError(res, *e);
+    std::lock_guard<std::mutex> lk(chat_mu_);
+    auto t = chat_->Tokens(messages);
+    if (!t.ok()) return SendError(res, BadParam("messages", t.status().message()));
+    prompt = std::move(*t);
+  } else {
+    json pr = b.value("prompt", json());
+    if (pr.is_array() && pr.size() == 1) pr = pr[0];
+    if (!pr.is_string()) return SendError(res, BadParam("prompt", "must be a string (or an array of one string)"));
+    prompt = tk.Encode(pr.get<std::string>(), tk.add_bos_default());
+  }
+  if (prompt.empty()) {
+    if (tk.bos() < 0) return SendError(res, BadParam(prompt_param, "is empty and the vocabulary has no BOS token"));
+    prompt.push_back(tk.bos());
+  }
+  const int n_ctx = sched_->n_ctx();
+  if (static_cast<int>(prompt.size()) >= n_ctx)
+    return SendError(res, {400, std::string(prompt_param) + ": the prompt has " + std::to_string(prompt.size()) +
+                                    " tokens, which does not fit in the context of " + std::to_string(n_ctx) + " (serve -c)",
+                           prompt_param, "context_length_exceeded"});
+  if (draining_) return SendError(res, {503, "the server is shutting down", "", "unavailable", "server_error"});
+
+  auto job = std::make_shared<Job>();
+  job->prompt = prompt;
+  job->max_tokens = static_cast<int>(p.max_tokens > 0 ? p.max_tokens : n_ctx);
+  job->sampling = p.sampling;
+  job->stops = p.stops;
+  job->ignore_eos = p.ignore_eos;
+  // Counted before Submit: a drain that sees 0 in flight never misses an accepted job.
+  ++in_flight_;
+  if (Status st = sched_->Submit(job); !st.ok()) {
+    --in_flight_;
+    return SendError(res, StatusToError(st));
+  }
+  Shape shape{chat, (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id_++), o_.model_id, Now(), static_cast<int>(prompt.size())};
+
+  if (p.stream) {
+    auto st = std::make_shared<Stream>();
+    st->job = job;
+    st->shape = shape;
+    st->include_usage = p.include_usage;
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream", [st](size_t, httplib::DataSink& sink) { return StreamStep(*st, sink); },
+        [this, st](bool success) {
+          if (!success) st->job->cancelled = true;  // the client went away: free the slot
+          --in_flight_;
+        });
+    return;
+  }
+  std::vector<std::string> pieces;
+  while (!job->WaitPieces(&pieces, 1000)) {
+  }
+  --in_flight_;
+  std::string text;
+  for (const std::string& p : pieces) text += p;
+  if (!job->error.ok()) return SendError(res, StatusToError(job->error));
+  SendJson(res, WholeResponse(shape, text, job->finish_reason, job->completion_tokens));
+}
+
+void Api::Tokenize(const std::string& body, httplib::Response& res) const {
+  json b;
+  if (auto e = ParseBody(body, &b)) return SendError(res, *e);
+  if (!b.contains("content") || !b["content"].is_string()) return SendError(res, BadParam("content", "must be a string"));
+  bool add_special = false;
+  if (Present(b, "add_special")) {
+    if (!b["add_special"].is_boolean()) return SendError(res, BadParam("add_special", "must be a boolean"));
+    add_special = b["add_special"].get<bool>();
+  }
+  const tok::Tokenizer& tk = model_->tokenizer();
+  SendJson(res, {{"tokens", tk.Encode(b["content"].get<std::string>(), add_special && tk.add_bos_default())}});
+}
+
+void Api::Detokenize(const std::string& body, httplib::Response& res) const {
+  json b;
+  if (auto e = ParseBody(body, &b)) return SendError(res, *e);
+  const tok::Tokenizer& tk = model_->tokenizer();
+  if (!b.contains("tokens") || !b["tokens"].is_array()) return SendError(res, BadParam("tokens", "must be an array of token ids"));
+  std::vector<int32_t> ids;
+  for (const json& t : b["tokens"]) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= tk.vocab_size())
+      return SendError(res, BadParam("tokens", "must be token ids in [0, " + std::to_string(tk.vocab_size()) + ")"));
+    ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  SendJson(res, {{"content", tk.Decode(ids)}});
+}
+
+std::string Api::Metrics() const {
+  std::string m;
+  auto metric = [&m](const std::string& name, const char* type, const char* help, const std::string& samples) {
+    m += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + samples;
+  };
+  {
+    std::lock_guard<std::mutex> lk(count_mu_);
+    std::string s;
+    for (const auto& [key, n] : requests_) {
+      const size_t tab = key.find('\t');
+      s += "edgedecode_requests_total{path=\"" + key.substr(0, tab) + "\",status=\"" + key.substr(tab + 1) + "\"} " +
+           std::to_string(n) + "\n";
+    }
+    metric("edgedecode_requests_total", "counter", "HTTP requests answered, by path and status.", s);
+  }
+  const SchedulerStats st = ready_ ? sched_->Stats() : SchedulerStats{};
+  auto one = [](const std::string& name, double v) { return name + " " + DumpJson(v) + "\n"; };
+  metric("edgedecode_prompt_tokens_total", "counter", "Prompt tokens of the generation requests (tokens in).",
+         one("edgedecode_prompt_tokens_total", static_cast<double>(st.prompt_tokens)));
+  metric("edgedecode_prompt_tokens_reused_total", "counter", "Prompt tokens served from a slot's KV cache (prefix reuse).",
+         one("edgedecode_prompt_tokens_reused_total", static_cast<double>(st.reused_tokens)));
+  metric("edgedecode_completion_tokens_total", "counter", "Tokens generated (tokens out).",
+         one("edgedecode_completion_tokens_total", static_cast<double>(st.completion_tokens)));
+  metric("edgedecode_queue_depth", "gauge", "Requests waiting for a slot.", one("edgedecode_queue_depth", st.queue_depth));
+  metric("edgedecode_slots_busy", "gauge", "Slots generating.", one("edgedecode_slots_busy", st.slots_busy));
+  metric("edgedecode_slots", "gauge", "Slots (--parallel).", one("edgedecode_slots", st.slots));
+  metric("edgedecode_kv_cells_used", "gauge", "KV cache positions holding tokens, all slots.",
+         one("edgedecode_kv_cells_used", static_cast<double>(st.kv_cells_used)));
+  metric("edgedecode_kv_cells_total", "gauge", "KV cache positions, all slots.",
+         one("edgedecode_kv_cells_total", static_cast<double>(st.kv_cells_total)));
+  metric("edgedecode_model_ready", "gauge", "1 once the model is loaded.", one("edgedecode_model_ready", ready_ ? 1 : 0));
+  return m;
+}
+
+}  // namespace edgedecode::cli::serve

@@ -1,0 +1,216 @@
+#include "cli/serve_scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "llm/prefix_reuse.h"
+#include "llm/stop_strings.h"
+
+namespace edgedecode::cli::serve {
+
+bool Job::WaitPieces(std::vector<std::string>* out, int timeout_ms) {
+  std::unique_lock<std::mutex> lk(mu);
+  cv.wait_for(lk, std::chrono::milliseconds(timeout_ms), [&] { return !pieces.empty() || done; });
+  for (std::string& p : pieces) out->push_back(std::move(p));
+  pieces.clear();
+  return done;
+}
+
+// A slot: one context and the tokens its KV cache holds, kept after a job ends for the next one's prefix.
+struct Scheduler::Slot {
+  std::unique_ptr<llm::Context> ctx;
+  std::vector<int32_t> cached;  // the tokens at positions 0 .. ctx->n_past()-1
+  std::shared_ptr<Job> job;     // null: free
+  bool prefilling = false, first_chunk = true;
+  std::unique_ptr<llm::Sampler> sampler;
+  std::unique_ptr<llm::StopMatcher> stopper;
+  tok::Utf8Stream utf8;
+  int32_t prev = -1;
+  int generated = 0;
+};
+
+namespace {
+
+size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  size_t n = 0;
+  const size_t limit = std::min(a.size(), b.size());
+  while (n < limit && a[n] == b[n]) ++n;
+  return n;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(std::vector<std::unique_ptr<llm::Context>> contexts, const tok::Tokenizer& tk, int n_batch,
+                     int queue_limit)
+    : tk_(tk), n_batch_(std::max(1, n_batch)), queue_limit_(static_cast<size_t>(std::max(0, queue_limit))) {
+  for (auto& c : contexts) {
+    auto s = std::make_unique<Slot>();
+    s->ctx = std::move(c);
+    slots_.push_back(std::move(s));
+  }
+  kv_used_.assign(slots_.size(), 0);
+  totals_.slots = static_cast<int>(slots_.size());
+  for (const auto& s : slots_) totals_.kv_cells_total += s->ctx->n_ctx();
+  thread_ = std::thread([this] { Loop(); });
+}
+
+Scheduler::~Scheduler() { Drain(); }
+
+int Scheduler::n_ctx() const { return slots_.empty() ? 0 : slots_[0]->ctx->n_ctx(); }
+
+Status Scheduler::Submit(const std::shared_ptr<Job>& job) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!accepting_) return Unavailable("the server is shutting down");
+  // Jobs that find a free slot at once do not count against the queue.
+  const size_t free_slots = slots_.size() - static_cast<size_t>(busy_);
+  if (queue_.size() >= queue_limit_ + free_slots)
+    return ResourceExhausted("the request queue is full (" + std::to_string(queue_limit_) + " waiting); retry later");
+  queue_.push_back(job);
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+void Scheduler::StopAccepting() {
+  std::lock_guard<std::mutex> lk(mu_);
+  accepting_ = false;
+}
+
+void Scheduler::Drain() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    accepting_ = false;
+    stop_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+SchedulerStats Scheduler::Stats() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  SchedulerStats s = totals_;
+  s.queue_depth = static_cast<int>(queue_.size());
+  s.slots_busy = busy_;
+  s.kv_cells_used = 0;
+  for (int n : kv_used_) s.kv_cells_used += n;
+  return s;
+}
+
+void Scheduler::AssignLocked() {
+  while (!queue_.empty()) {
+    std::shared_ptr<Job> job = queue_.front();
+    if (job->cancelled) {  // the client left while it waited
+      queue_.pop_front();
+      std::lock_guard<std::mutex> jl(job->mu);
+      job->done = true;
+      job->finish_reason = "cancelled";
+      job->cv.notify_all();
+      continue;
+    }
+    Slot* best = nullptr;
+    size_t best_len = 0;
+    for (auto& s : slots_) {
+      if (s->job) continue;
+      const size_t len = CommonPrefix(s->cached, job->prompt);
+      if (best == nullptr || len > best_len) best = s.get(), best_len = len;
+    }
+    if (best == nullptr) return;
+    queue_.pop_front();
+    Slot& s = *best;
+    s.job = job;
+    s.prefilling = true;
+    s.first_chunk = true;
+    s.sampler = std::make_unique<llm::Sampler>(job->sampling);
+    for (int32_t t : job->prompt) s.sampler->Accept(t);  // as `run` does, for the repetition penalty
+    s.stopper = std::make_unique<llm::StopMatcher>(job->stops);
+    s.utf8 = tok::Utf8Stream();
+    s.prev = job->prompt.back();
+    s.generated = 0;
+    ++busy_;
+    totals_.prompt_tokens += job->prompt.size();
+  }
+}
+
+void Scheduler::Loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [&] { return busy_ > 0 || !queue_.empty() || stop_; });
+      AssignLocked();
+      if (busy_ == 0 && queue_.empty() && stop_) return;
+    }
+    // One step of every busy slot per round: prefill chunks and decode tokens interleave.
+    for (auto& s : slots_)
+      if (s->job) Step(*s);
+    std::lock_guard<std::mutex> lk(mu_);
+    for (size_t i = 0; i < slots_.size(); ++i) kv_used_[i] = slots_[i]->ctx->n_past();
+  }
+}
+
+void Scheduler::Step(Slot& s) {
+  Job& job = *s.job;
+  if (job.cancelled) return Finish(s, "cancelled");
+  llm::Context& ctx = *s.ctx;
+  if (s.prefilling) {
+    // EvalReusingPrefix asks `stop` before each pass: one pass (one chunk of n_batch tokens) per step.
+    int passes = 0, reused = 0;
+    Status st = llm::EvalReusingPrefix(ctx, s.cached, job.prompt, n_batch_, &reused, [&] { return passes++ > 0; });
+    if (!st.ok()) return Finish(s, "error", st);
+    if (s.first_chunk) {
+      s.first_chunk = false;
+      {
+        std::lock_guard<std::mutex> jl(job.mu);
+        job.reused_tokens = reused;
+      }
+      std::lock_guard<std::mutex> lk(mu_);
+      totals_.reused_tokens += static_cast<uint64_t>(reused);
+    }
+    if (s.cached.size() == job.prompt.size()) s.prefilling = false;
+    return;
+  }
+  // Decode: the same order of checks as `run`, so that greedy output is the same token for token.
+  const int32_t next = s.sampler->Sample(ctx.logits(0), ctx.n_vocab());
+  if (!job.ignore_eos && tk_.IsEndOfGeneration(next)) return Finish(s, "stop");
+  ++s.generated;
+  std::string piece = tk_.TokenToPiece(next);
+  // SentencePiece: the space a word carries is dropped right after BOS (as `run` and llama.cpp do).
+  if (s.prev == tk_.bos() && tk_.model() == "llama" && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
+  s.prev = next;
+  const std::string out = s.stopper->Push(s.utf8.Push(piece));
+  {
+    std::lock_guard<std::mutex> jl(job.mu);
+    job.completion_tokens = s.generated;
+    if (!out.empty()) {
+      job.pieces.push_back(out);
+      job.cv.notify_all();
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    ++totals_.completion_tokens;
+  }
+  if (s.stopper->stopped()) return Finish(s, "stop");
+  if (s.generated >= job.max_tokens || ctx.n_past() >= ctx.n_ctx()) return Finish(s, "length");
+  if (Status st = ctx.Eval(&next, 1, false); !st.ok()) return Finish(s, "error", st);
+  s.cached.push_back(next);
+}
+
+void Scheduler::Finish(Slot& s, const std::string& reason, const Status& error) {
+  std::shared_ptr<Job> job = std::move(s.job);
+  s.job.reset();
+  std::string tail;
+  if (reason != "error" && !s.stopper->stopped()) tail = s.stopper->Push(s.utf8.Flush()) + s.stopper->Flush();
+  s.sampler.reset();
+  s.stopper.reset();
+  {
+    std::lock_guard<std::mutex> jl(job->mu);
+    if (!tail.empty()) job->pieces.push_back(tail);
+    job->finish_reason = reason;
+    job->error = error;
+    job->done = true;
+    job->cv.notify_all();
+  }
+  std::lock_guard<std::mutex> lk(mu_);
+  --busy_;
+}
+
+}  // namespace edgedecode::cli::serve

@@ -1,0 +1,100 @@
+// The scheduler of `edgedecode serve`: N slots, each its own llm::Context (own KV cache) over one shared,
+// read-only llm::Model, driven by ONE thread that owns every context. HTTP handler threads only submit a
+// Job and wait on it. The scheduler runs one step at a time round-robin over the busy slots (a prefill
+// chunk of at most n_batch tokens, or one decode token), so a long prompt never stalls the other streams.
+// A new job goes to the free slot whose cached tokens share the longest prefix with its prompt, and only
+// the rest of the prompt is prefilled (llm::EvalReusingPrefix). Prints nothing.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "edgedecode/status.h"
+#include "llm/context.h"
+#include "llm/sampler.h"
+#include "tok/tokenizer.h"
+
+namespace edgedecode::cli::serve {
+
+// One generation request and the channel its tokens come back through. Shared by the handler thread
+// (which waits on it) and the scheduler thread (which fills it); every field below `mu` is guarded by it.
+struct Job {
+  // Inputs, set before Submit and read-only afterwards.
+  std::vector<int32_t> prompt;
+  int max_tokens = 16;
+  llm::SamplerParams sampling;
+  std::vector<std::string> stops;
+  bool ignore_eos = false;  // generate past end-of-generation tokens (llama.cpp's extension)
+
+  // Set by the handler when the client is gone: the scheduler frees the slot within one step.
+  std::atomic<bool> cancelled{false};
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> pieces;  // text generated and not yet taken by the handler, one per token
+  bool done = false;
+  std::string finish_reason;   // "stop" or "length" once done
+  int completion_tokens = 0;
+  int reused_tokens = 0;       // prompt tokens served from the slot's KV cache
+  Status error;                // a failed forward pass
+
+  // Blocks until text is available or the job is done (or timeout passed); appends the new pieces to
+  // *out (a stream sends one event each). Returns whether the job is done.
+  bool WaitPieces(std::vector<std::string>* out, int timeout_ms);
+};
+
+struct SchedulerStats {
+  uint64_t prompt_tokens = 0, completion_tokens = 0, reused_tokens = 0;
+  int queue_depth = 0, slots_busy = 0, slots = 0;
+  int64_t kv_cells_used = 0, kv_cells_total = 0;
+};
+
+class Scheduler {
+ public:
+  // contexts: one per slot, all over the same model; queue_limit: jobs waiting beyond the busy slots.
+  Scheduler(std::vector<std::unique_ptr<llm::Context>> contexts, const tok::Tokenizer& tk, int n_batch, int queue_limit);
+  ~Scheduler();  // Drain()s
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a job: ResourceExhausted when the queue is full, Unavailable after StopAccepting.
+  Status Submit(const std::shared_ptr<Job>& job);
+  // No new jobs; the queued and running ones finish.
+  void StopAccepting();
+  // Waits until every accepted job is done, then ends the scheduler thread.
+  void Drain();
+  SchedulerStats Stats() const;
+  int n_ctx() const;
+
+ private:
+  struct Slot;
+  void Loop();
+  // Moves queued jobs to free slots, the longest cached prefix first. Caller holds mu_.
+  void AssignLocked();
+  // One prefill chunk or one decode token of a busy slot.
+  void Step(Slot& s);
+  void Finish(Slot& s, const std::string& reason, const Status& error = Status::Ok());
+
+  const tok::Tokenizer& tk_;
+  const int n_batch_;
+  const size_t queue_limit_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  bool accepting_ = true, stop_ = false;
+  int busy_ = 0;
+  SchedulerStats totals_;  // token counters (guarded by mu_)
+  std::vector<int> kv_used_;  // n_past of each slot, published after each step (guarded by mu_)
+  std::thread thread_;
+};
+
+}  // namespace edgedecode::cli::serve

@@ -1,0 +1,364 @@
+// `edgedecode serve` driven by the official OpenAI client (npm openai, pinned in tools/oracle) and raw
+// fetch for what the client hides (status codes, error objects, the non-OpenAI routes). The greedy
+// answers are compared with `edgedecode run --temp 0` on the same input, solo and two at once.
+//
+// usage: node serve_test.mjs --edgedecode BIN --testdata DIR --work DIR
+// Exit 0 when every check passes; the server is killed on every way out.
+import { spawn, spawnSync, execFileSync } from "node:child_process";
+import { createRequire } from "node:module";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const oracle = path.resolve(here, "..", "..", "tools", "oracle");
+const require = createRequire(path.join(oracle, "package.json"));
+let OpenAI;
+try {
+  OpenAI = require("openai");
+} catch (e) {
+  console.error("serve_test: npm openai is missing: run `make setup` (npm ci in tools/oracle)\n" + e.message);
+  process.exit(1);
+}
+
+const args = {};
+for (let i = 2; i + 1 < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, "")] = process.argv[i + 1];
+const bin = args.edgedecode;
+const model = path.join(args.testdata, "llm", "gguf", "stories260K.f32.gguf");
+const work = args.work;
+fs.mkdirSync(work, { recursive: true });
+const templatePath = path.join(work, "chatml.jinja");
+fs.writeFileSync(templatePath,
+  "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" +
+  "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}");
+const KEY = "serve-test-key";
+const K = 24;  // tokens per answer: short, the suite stays fast
+
+let failures = 0;
+function check(ok, what, detail = "") {
+  if (ok) console.log(`ok   ${what}`);
+  else {
+    failures++;
+    console.log(`FAIL ${what}${detail ? ": " + detail : ""}`);
+  }
+}
+const eq = (a, b, what) => check(JSON.stringify(a) === JSON.stringify(b), what, `got ${JSON.stringify(a)}, want ${JSON.stringify(b)}`);
+
+// `edgedecode run --temp 0` as the reference: text, token counts, finish reason.
+function runRef(prompt, chat, n = K, extra = []) {
+  const argv = ["run", "-m", model, "-p", prompt, "--temp", "0", "-n", String(n), "--json", "-t", "1", ...extra];
+  if (chat) argv.push("--chat", "--chat-template", templatePath);
+  const j = JSON.parse(execFileSync(bin, argv, { stdio: ["ignore", "pipe", "ignore"] }).toString());
+  return { text: j.text, prompt_tokens: j.prompt_tokens.length, completion_tokens: j.tokens.length,
+           finish: j.stop === "eos" || j.stop === "stop_string" ? "stop" : "length" };
+}
+
+let server = null;
+let serverExit = null;
+function killServer() {
+  if (server && server.exitCode === null) server.kill("SIGKILL");
+}
+process.on("exit", killServer);
+const watchdog = setTimeout(() => {
+  console.log("FAIL the test ran past 240 s");
+  killServer();
+  process.exit(1);
+}, 240000);
+
+async function startServer() {
+  server = spawn(bin, ["serve", "-m", model, "--port", "0", "--parallel", "2", "-b", "16", "-t", "1", "-c", "4096",
+                       "--chat-template", templatePath, "--api-key", KEY], { stdio: ["ignore", "ignore", "pipe"] });
+  serverExit = new Promise((resolve) => server.on("exit", (code, sig) => resolve({ code, sig })));
+  let log = "";
+  const port = await new Promise((resolve, reject) => {
+    server.stderr.on("data", (d) => {
+      log += d.toString();
+      const m = log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
+      if (m) resolve(Number(m[1]));
+    });
+    server.on("exit", () => reject(new Error("the server exited: " + log)));
+  });
+  server.stderr.on("data", (d) => process.stderr.write(d));
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(base + "/health")).status === 200) return base;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("/health never answered 200");
+}
+
+async function raw(base, route, body, { key = KEY, method = "POST", rawBody } = {}) {
+  const headers = { "Content-Type": "application/json" };
+  if (key) headers.Authorization = `Bearer ${key}`;
+  const r = await fetch(base + route, { method, headers, body: method === "GET" ? undefined : rawBody ?? JSON.stringify(body) });
+  const text = await r.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch {}
+  return { status: r.status, json, text };
+}
+
+async function collect(stream, chat) {
+  let text = "", finish = null, usage = null, chunks = 0;
+  for await (const c of stream) {
+    chunks++;
+    if (c.usage) usage = c.usage;
+    for (const ch of c.choices) {
+      text += chat ? ch.delta?.content ?? "" : ch.text ?? "";
+      if (ch.finish_reason) finish = ch.finish_reason;
+    }
+  }
+  return { text, finish, usage, chunks };
+}
+
+const usageOf = (ref) => ({ prompt_tokens: ref.prompt_tokens, completion_tokens: ref.completion_tokens,
+                            total_tokens: ref.prompt_tokens + ref.completion_tokens });
+// The three counts in one order (JSON key order is not part of the API).
+const counts = (u) => u && { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.total_tokens };
+
+async function testChat(client, ref) {
+  const messages = [{ role: "user", content: "Once upon a time" }];
+  const r = await client.chat.completions.create({ model: "m", messages, temperature: 0, max_tokens: K });
+  eq(r.choices[0].message.content, ref.text, "chat: greedy answer equals `run --chat --temp 0`");
+  eq(r.choices[0].finish_reason, ref.finish, "chat: finish_reason");
+  eq(counts(r.usage), usageOf(ref), "chat: usage");
+  const s = await collect(await client.chat.completions.create({ model: "m", messages, temperature: 0, max_completion_tokens: K,
+                                                                   stream: true, stream_options: { include_usage: true } }), true);
+  eq(s.text, ref.text, "chat stream: text equals `run --chat --temp 0`");
+  eq(s.finish, ref.finish, "chat stream: finish_reason");
+  eq(counts(s.usage), usageOf(ref), "chat stream: include_usage chunk");
+}
+
+// After the concurrent streams one slot holds prompt A and the other prompt B. A then B again (one at a
+// time, both slots free) each go to the slot holding their prompt, which is in the KV cache: only the
+// last token is prefilled. (Taking the first free slot would put both in the same one and reuse ~nothing.)
+async function testPrefixReuse(base, client, prompts) {
+  for (const [i, prompt] of prompts.entries()) {
+    const before = await metric(base, "edgedecode_prompt_tokens_reused_total");
+    const r = await client.completions.create({ model: "m", prompt, temperature: 0, max_tokens: 4 });
+    const reused = (await metric(base, "edgedecode_prompt_tokens_reused_total")) - before;
+    const n = r.usage.prompt_tokens;
+    check(reused === n - 1, `prefix reuse ${"AB"[i]}: the prompt is found in its slot's KV cache`, `${reused} of ${n} tokens reused`);
+  }
+}
+
+async function testCompletions(client, ref) {
+  const r = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K });
+  eq(r.choices[0].text, ref.text, "completions: greedy text equals `run --temp 0`");
+  eq(counts(r.usage), usageOf(ref), "completions: usage");
+  const s = await collect(await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K, stream: true }), false);
+  eq(s.text, ref.text, "completions stream: text");
+  check(s.usage === null && s.chunks > 2, "completions stream: several chunks, no usage unless asked", `chunks ${s.chunks}`);
+  const short = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: 3 });
+  eq([short.choices[0].finish_reason, short.usage.completion_tokens], ["length", 3], "max_tokens 3: finish_reason length, 3 tokens");
+  // A stop string from the middle of the reference: the text up to it, finish_reason stop.
+  const stop = ref.text.slice(12, 16);
+  const want = ref.text.slice(0, ref.text.indexOf(stop));
+  const st = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K, stop: [stop, "zzzz"] });
+  eq([st.choices[0].text, st.choices[0].finish_reason], [want, "stop"], `stop ${JSON.stringify(stop)}`);
+  const ss = await collect(await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K, stop, stream: true }), false);
+  eq([ss.text, ss.finish], [want, "stop"], "stop (stream)");
+}
+
+async function testErrors(base, client) {
+  let r = await raw(base, "/v1/chat/completions", null, { rawBody: "{not json" });
+  check(r.status === 400 && r.json?.error?.type === "invalid_request_error", "malformed JSON: 400 error object", r.text);
+  r = await raw(base, "/v1/chat/completions", { messages: "hi" });
+  eq([r.status, r.json?.error?.param], [400, "messages"], "messages not an array: 400 param messages");
+  r = await raw(base, "/v1/completions", { prompt: "x", n: 2 });
+  eq([r.status, r.json?.error?.param], [400, "n"], "n 2: 400 param n");
+  r = await raw(base, "/v1/completions", { prompt: "x", temperature: 5 });
+  check(r.status === 400 && r.json?.error?.param === "temperature" && /temperature/.test(r.json.error.message), "temperature 5: 400 naming it", r.text);
+  r = await raw(base, "/v1/completions", { prompt: "x", max_tokens: 0 });
+  eq([r.status, r.json?.error?.param], [400, "max_tokens"], "max_tokens 0: 400 param max_tokens");
+  r = await raw(base, "/v1/completions", { prompt: "x" }, { key: null });
+  eq([r.status, r.json?.error?.code], [401, "invalid_api_key"], "no API key: 401");
+  try {
+    await new OpenAI({ baseURL: base + "/v1", apiKey: "wrong", maxRetries: 0 }).models.list();
+    check(false, "wrong API key: the client throws 401");
+  } catch (e) {
+    eq(e.status, 401, "wrong API key: the client throws 401");
+  }
+  r = await raw(base, "/v1/nothing", {});
+  check(r.status === 404 && r.json?.error?.message, "unknown path: 404 error object", r.text);
+  r = await raw(base, "/v1/completions", null, { rawBody: JSON.stringify({ prompt: "x".repeat(2 << 20) }) });
+  check(r.status === 413 && r.json?.error, "2 MiB body: 413 error object", `${r.status} ${r.text.slice(0, 200)}`);
+  const models = await client.models.list();
+  eq(models.data.map((m) => m.id), ["stories260K.f32.gguf"], "/v1/models lists the model");
+}
+
+async function testTokenize(base) {
+  const t = await raw(base, "/tokenize", { content: "Once upon a time, there was a cat." });
+  check(Array.isArray(t.json?.tokens) && t.json.tokens.length > 3, "/tokenize gives tokens", t.text);
+  const d = await raw(base, "/detokenize", { tokens: t.json?.tokens ?? [] });
+  eq(d.json?.content?.trimStart(), "Once upon a time, there was a cat.", "/detokenize round trip");
+  const bad = await raw(base, "/detokenize", { tokens: [1, -5] });
+  eq([bad.status, bad.json?.error?.param], [400, "tokens"], "/detokenize bad id: 400 param tokens");
+}
+
+// Two long streams at once (ignore_eos, N2 tokens each; one prompt long enough for several prefill
+// chunks of -b 16) that overlap in time: each equals its own solo answer, so the slots share no state.
+const N2 = 300;
+async function testConcurrent(client, refA, refB, promptB) {
+  const go = async (prompt) => {
+    const s = await client.completions.create({ model: "m", prompt, temperature: 0, max_tokens: N2, ignore_eos: true, stream: true });
+    let text = "", t0 = 0, t1 = 0;
+    for await (const c of s) {
+      t0 ||= performance.now();
+      t1 = performance.now();
+      text += c.choices[0]?.text ?? "";
+    }
+    return { text, t0, t1 };
+  };
+  const [a, b] = await Promise.all([go("Lily and Tom"), go(promptB)]);
+  check(a.t0 < b.t1 && b.t0 < a.t1, "concurrent streams overlap in time", JSON.stringify([a.t0, a.t1, b.t0, b.t1]));
+  eq(a.text, refA.text, "concurrent stream A equals its solo answer");
+  eq(b.text, refB.text, "concurrent stream B equals its solo answer");
+}
+
+async function metric(base, name) {
+  const m = await raw(base, "/metrics", null, { method: "GET" });
+  return Number(new RegExp(`^${name} (\\S+)$`, "m").exec(m.text)?.[1] ?? -1);
+}
+
+async function waitIdle(base) {
+  for (let i = 0; i < 100; i++) {
+    if ((await metric(base, "edgedecode_slots_busy")) === 0 && (await metric(base, "edgedecode_queue_depth")) === 0) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return false;
+}
+
+// A long generation (ignore_eos, 4000 tokens) whose client aborts after two chunks: it stops long before
+// its end, its slot is freed, and the server goes on.
+const LONG = 4000;
+async function testAbort(base, client) {
+  const before = await metric(base, "edgedecode_completion_tokens_total");
+  const ac = new AbortController();
+  let got = 0;
+  try {
+    const s = await client.completions.create({ model: "m", prompt: "The dog", temperature: 0.8, max_tokens: LONG, ignore_eos: true,
+                                                stream: true }, { signal: ac.signal });
+    for await (const c of s) {
+      if (++got === 2) ac.abort();
+    }
+  } catch {}
+  check(got >= 2, "abort: the stream started");
+  check(await waitIdle(base), "abort: the slot is freed");
+  const generated = (await metric(base, "edgedecode_completion_tokens_total")) - before;
+  check(generated > 0 && generated < LONG / 2, "abort: the generation stopped early", `${generated} of ${LONG} tokens`);
+  eq((await fetch(base + "/health")).status, 200, "abort: the server still answers");
+  const m = (await raw(base, "/metrics", null, { method: "GET" })).text;
+  for (const name of ["edgedecode_requests_total", "edgedecode_prompt_tokens_total", "edgedecode_completion_tokens_total",
+                      "edgedecode_queue_depth", "edgedecode_slots_busy", "edgedecode_kv_cells_used"])
+    check(m.includes(name), `/metrics has ${name}`);
+}
+
+// 2 slots + a queue of 8 full of long streams: the next request gets 429. The streams are then aborted.
+async function testQueueFull(base) {
+  const ac = new AbortController();
+  const body = JSON.stringify({ prompt: "The cat", max_tokens: LONG, ignore_eos: true, stream: true });
+  const headers = { "Content-Type": "application/json", Authorization: `Bearer ${KEY}` };
+  const streams = [];
+  for (let i = 0; i < 10; i++) streams.push(fetch(base + "/v1/completions", { method: "POST", headers, body, signal: ac.signal }));
+  const ok = (await Promise.all(streams)).filter((r) => r.status === 200).length;
+  const r = await raw(base, "/v1/completions", { prompt: "The cat", max_tokens: 2 });
+  eq([ok, r.status, r.json?.error?.code], [10, 429, "rate_limit_exceeded"], "queue full: 10 accepted, the 11th gets 429");
+  ac.abort();
+  check(await waitIdle(base), "queue full: aborted streams free every slot and the queue");
+}
+
+// SIGTERM during a long stream: the stream still runs to its end ([DONE], all its tokens), then the
+// server exits 0.
+async function testDrain(client) {
+  const n = 1500;
+  const s = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0.8, max_tokens: n, ignore_eos: true,
+                                              stream: true, stream_options: { include_usage: true } });
+  let first = true, usage = null, finish = null;
+  for await (const c of s) {
+    if (first) server.kill("SIGTERM"), (first = false);
+    if (c.usage) usage = c.usage;
+    if (c.choices[0]?.finish_reason) finish = c.choices[0].finish_reason;
+  }
+  eq([usage?.completion_tokens, finish], [n, "length"], "drain: the stream in flight at SIGTERM runs to its end");
+  const { code } = await serverExit;
+  eq(code, 0, "drain: exit 0 after SIGTERM");
+}
+
+// Refusals before serving: a non-loopback bind without a key (exit 2), slots that do not fit in memory
+// (exit 1, saying how many would).
+function testRefusals() {
+  let r = spawnSync(bin, ["serve", "-m", model, "--host", "0.0.0.0", "--port", "0"], { encoding: "utf8", timeout: 20000 });
+  check(r.status === 2 && /--api-key/.test(r.stderr), "--host 0.0.0.0 without --api-key: exit 2 naming --api-key", `${r.status} ${r.stderr}`);
+  r = spawnSync(bin, ["serve", "-m", model, "--port", "0", "--parallel", "64", "-c", "4096"],
+                { encoding: "utf8", timeout: 20000, env: { ...process.env, EDGEDECODE_AVAILABLE_MEMORY: String(40 << 20) } });
+  check(r.status === 1 && /--parallel \d+ would fit/.test(r.stderr) && /KV cache/.test(r.stderr),
+        "--parallel 64 beyond memory: exit 1 with the plan and the slots that fit", `${r.status} ${r.stderr.slice(-300)}`);
+}
+
+// While the model loads (a 135M-parameter synth model: long enough to see), /health and the API answer
+// 503; then 200.
+async function testLoading() {
+  const big = path.join(work, "synth-smollm2-135m.gguf");
+  execFileSync(bin, ["synth", "--preset", "smollm2-135m", "-o", big], { stdio: "ignore" });
+  const p = spawn(bin, ["serve", "-m", big, "--port", "0", "-c", "256", "-t", "1"], { stdio: ["ignore", "ignore", "pipe"] });
+  try {
+    let log = "";
+    const port = await new Promise((resolve, reject) => {
+      p.stderr.on("data", (d) => {
+        log += d.toString();
+        const m = log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
+        if (m) resolve(Number(m[1]));
+      });
+      p.on("exit", () => reject(new Error("the server exited: " + log)));
+    });
+    const base = `http://127.0.0.1:${port}`;
+    const h = await fetch(base + "/health");
+    const c = await raw(base, "/v1/completions", { prompt: "x" }, { key: null });
+    eq([h.status, c.status, c.json?.error?.code], [503, 503, "model_loading"], "loading: /health and the API answer 503");
+    let status = 0;
+    for (let i = 0; i < 600 && status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      status = (await fetch(base + "/health")).status;
+    }
+    eq(status, 200, "loaded: /health answers 200");
+  } finally {
+    p.kill("SIGKILL");
+    fs.rmSync(big, { force: true });
+  }
+}
+
+async function main() {
+  testRefusals();
+  await testLoading();
+  const chatRef = runRef("Once upon a time", true);
+  const refA = runRef("Lily and Tom", false);
+  const promptB = "One day, a little girl named Sue went to the park with her mom. She saw a big tree and a small bird on it.";
+  const longA = runRef("Lily and Tom", false, N2, ["--ignore-eos", "-c", "4096"]);
+  const longB = runRef(promptB, false, N2, ["--ignore-eos", "-c", "4096"]);
+  check(longA.text !== longB.text, "the two references differ (the cross-talk check can fail)");
+  const base = await startServer();
+  const client = new OpenAI({ baseURL: base + "/v1", apiKey: KEY, maxRetries: 0 });
+  await testChat(client, chatRef);
+  await testCompletions(client, refA);
+  await testErrors(base, client);
+  await testTokenize(base);
+  await testConcurrent(client, longA, longB, promptB);
+  await testPrefixReuse(base, client, ["Lily and Tom", promptB]);
+  await testQueueFull(base);
+  await testAbort(base, client);
+  await testDrain(client);
+}
+
+try {
+  await main();
+} catch (e) {
+  failures++;
+  console.log("FAIL " + (e.stack ?? e));
+} finally {
+  killServer();
+  clearTimeout(watchdog);
+}
+console.log(failures ? `serve_test: ${failures} check(s) failed` : "serve_test: all checks passed");
+process.exit(failures ? 1 : 0);
