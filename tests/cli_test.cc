@@ -106,6 +106,7 @@ TEST_F(CliTest, JsonOnStdoutParsesAndTextGoesToStderr) {
       "perplexity" + m + " -f " + text + " -c 32 --chunks 2 --json -",
       "plan" + m + " --target " + kTargets + "rk3588-npu.json --json -",
       "tokenize" + m + " -p 'Hello world' --json -",
+      "info " + model_ + " --json -",
       "synth --preset llama-tiny --type q8_0 -o " + dir_ + "/s.gguf --json -",
       "quantize " + model_ + " " + dir_ + "/q.gguf q8_0 --json -",
       "scan " + kOnnx + " --target rk3588-npu --json -",
@@ -270,6 +271,38 @@ TEST_F(CliTest, WrongClassesOfInput) {
   r = RunEdgedecode("run -m " + model_ + " -p hi -n 2 -c 4096");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("beyond the model's trained context"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, InfoSaysWhatAFileHoldsAndWhetherItRuns) {
+  CommandResult r = RunEdgedecode("info " + model_ + " --json -");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["supported"].get<bool>());
+  EXPECT_EQ(j["architecture"], "llama");
+  EXPECT_TRUE(j["chat_template"].is_null());
+  uint64_t sum = 0, embd = 0;
+  for (const auto& t : j["tensors"]) {
+    sum += t["bytes"].get<uint64_t>();
+    if (t["name"] == "token_embd.weight") embd = t["bytes"];
+  }
+  EXPECT_EQ(j["tensors"].size(), j["type_mix"]["f32"]["tensors"].get<size_t>());
+  // With a separate output matrix, decode reads one row of the embedding, not all of it.
+  EXPECT_LT(j["bytes_per_token"].get<uint64_t>(), sum);
+  EXPECT_GT(j["bytes_per_token"].get<uint64_t>(), sum - embd);
+  EXPECT_EQ(j["metadata"]["tokenizer.ggml.tokens"]["count"], 512);
+  // A vocabulary-only file: readable, not runnable, and the reason says what is missing.
+  r = RunEdgedecode("info " + kData + "/vocab/ggml-vocab-llama-spm.gguf --json -");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j["supported"].get<bool>());
+  EXPECT_FALSE(j["unsupported_reasons"]["model"].get<std::string>().empty());
+  r = RunEdgedecode("info " + kData + "/vocab/ggml-vocab-bert-bge.gguf");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("tokenizer: "), std::string::npos) << r.out;
+  const std::string cut = dir_ + "/cut.gguf";
+  { std::ofstream(cut, std::ios::binary) << ReadFile(model_).substr(0, 1000); }
+  r = RunEdgedecode("info " + cut);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
 }
 
 // ChatML, as Qwen and SmolLM write it (stories260K has no template of its own).

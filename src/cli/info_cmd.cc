@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "chat/template.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "gguf/gguf.h"
@@ -127,6 +128,12 @@ int InfoMain(int argc, char** argv) {
   }
   const uint64_t per_token = BytesPerTokenFromFile(f), kv_per_token = KvBytesPerToken(f, arch);
   const gguf::Value* tmpl = f.Find("tokenizer.chat_template");
+  const bool has_template = tmpl != nullptr && tmpl->type == gguf::ValueType::kString && !tmpl->str.empty();
+  std::string template_family, template_problem;
+  if (has_template) {
+    template_family = chat::ChatTemplateFamily(tmpl->str);
+    if (auto t = chat::Template::Parse(tmpl->str); !t.ok()) template_problem = t.status().message();
+  }
 
   FILE* out = json.text();
   std::fprintf(out, "%s: GGUF v%u, %s, %zu metadata keys, %zu tensors, alignment %llu\n", path.c_str(), f.version(),
@@ -139,8 +146,11 @@ int InfoMain(int argc, char** argv) {
   if (!tok_problem.empty()) std::fprintf(out, "  tokenizer: %s\n", tok_problem.c_str());
   std::fprintf(out, "bytes read per token (decode at depth 0): %s", llm::FormatBytes(per_token).c_str());
   if (kv_per_token > 0) std::fprintf(out, "; each token of context adds %s of f16 KV cache", llm::FormatBytes(kv_per_token).c_str());
-  std::fprintf(out, "\nchat template: %s\n",
-               tmpl && tmpl->type == gguf::ValueType::kString ? (std::to_string(tmpl->str.size()) + " bytes").c_str() : "none");
+  if (has_template)
+    std::fprintf(out, "\nchat template: %zu bytes, family %s, %s\n", tmpl->str.size(), template_family.c_str(),
+                 template_problem.empty() ? "renders here" : ("does not parse here: " + template_problem).c_str());
+  else
+    std::fprintf(out, "\nchat template: none (chat and run --chat need --chat-template FILE)\n");
   std::fprintf(out, "\ntype mix:\n");
   for (const auto& [type, m] : mix)
     std::fprintf(out, "  %-8s %5d tensors %12s  %5.1f%%\n", type.c_str(), m.first, llm::FormatBytes(m.second).c_str(),
@@ -164,7 +174,9 @@ int InfoMain(int argc, char** argv) {
     j["unsupported_reasons"] = {{"model", model_problem}, {"tokenizer", tok_problem}};
     j["bytes_per_token"] = per_token;
     j["kv_bytes_per_context_token_f16"] = kv_per_token;
-    j["chat_template"] = tmpl && tmpl->type == gguf::ValueType::kString ? nlohmann::json{{"bytes", tmpl->str.size()}} : nlohmann::json();
+    j["chat_template"] = has_template ? nlohmann::json{{"bytes", tmpl->str.size()}, {"family", template_family},
+                                                       {"parses", template_problem.empty()}, {"error", template_problem}}
+                                      : nlohmann::json();
     nlohmann::json mj = nlohmann::json::object();
     for (const auto& [type, m] : mix) mj[type] = {{"tensors", m.first}, {"bytes", m.second}};
     j["type_mix"] = mj;
