@@ -50,7 +50,7 @@ void PrintReport(FILE* out, const doctor::DataReport& rep, const doctor::DataSum
         std::fprintf(out, "\nfindings:\n");
         header = true;
       }
-      std::fprintf(out, "  %s: %s [%s]: %s", x.path.c_str(), x.code.c_str(), doctor::SeverityName(x.severity), x.message.c_str());
+      std::fprintf(out, "  %s: %s [%s]: %s", x.path.c_str(), doctor::FindingCodeName(x.code), doctor::SeverityName(x.severity), x.message.c_str());
       if (x.line >= 0) std::fprintf(out, " (line %lld, column %lld)", static_cast<long long>(x.line), static_cast<long long>(x.column));
       if (x.offset >= 0) std::fprintf(out, " at byte %lld", static_cast<long long>(x.offset));
       std::fprintf(out, "\n");

@@ -25,15 +25,6 @@
 namespace edgedecode::doctor {
 namespace fs = std::filesystem;
 
-const char* SeverityName(Severity s) {
-  switch (s) {
-    case Severity::kInfo: return "info";
-    case Severity::kWarning: return "warning";
-    case Severity::kError: return "error";
-  }
-  return "error";
-}
-
 size_t DataReport::FilesWithFindings() const {
   size_t n = 0;
   for (const auto& f : files)
@@ -63,7 +54,7 @@ std::string Renamed(const std::string& path, const char* ext) {
   return stem + "." + ext;
 }
 
-Finding Note(const std::string& code, Severity sev, std::string msg) {
+Finding Note(FindingCode code, Severity sev, std::string msg) {
   Finding f;
   f.code = code;
   f.severity = sev;
@@ -84,7 +75,7 @@ void KeepConversion(const DataOptions& opt, Conversion* conv, FileReport* r) {
 // Everything about one file that does not need its neighbours.
 void CheckOne(const std::string& abs, FileReport* r, const DataOptions& opt, std::vector<uint8_t>* buf) {
   if (!ReadAll(abs, buf)) {
-    r->findings.push_back(Note("unreadable", Severity::kError, "cannot read the file"));
+    r->findings.push_back(Note(FindingCode::kUnreadable, Severity::kError, "cannot read the file"));
     return;
   }
   const uint8_t* d = buf->data();
@@ -96,13 +87,13 @@ void CheckOne(const std::string& abs, FileReport* r, const DataOptions& opt, std
   const bool ext_image = IsImageFormat(r->by_extension);
   if (r->content == Format::kEmpty) {
     if (ext_image || r->by_extension != Format::kUnknown)
-      r->findings.push_back(Note("empty", Severity::kError, "file is empty (0 bytes)"));
+      r->findings.push_back(Note(FindingCode::kEmpty, Severity::kError, "file is empty (0 bytes)"));
     r->is_image = ext_image;
     return;
   }
   const bool pnm_like = r->by_extension == Format::kPnm && n >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '7';
   if (!ExtensionMatches(r->by_extension, r->content) && r->content != Format::kUnknown && !pnm_like) {
-    Finding f = Note("extension-mismatch", Severity::kError,
+    Finding f = Note(FindingCode::kExtensionMismatch, Severity::kError,
                      "named ." + Extension(r->path) + " but the content is " + FormatName(r->content));
     f.fix = "rename to " + Renamed(r->path, FormatExtension(r->content));
     f.offset = 0;
@@ -120,7 +111,7 @@ void CheckOne(const std::string& abs, FileReport* r, const DataOptions& opt, std
     if (r->content == Format::kUnknown) {
       // The extension's decoder is the only one that could apply; its failure is the finding.
       if (c.findings.empty())
-        c.findings.push_back(Note("corrupt", Severity::kError, "signature not recognised, yet decodes as " + std::string(FormatName(decode_as))));
+        c.findings.push_back(Note(FindingCode::kCorrupt, Severity::kError, "signature not recognised, yet decodes as " + std::string(FormatName(decode_as))));
     }
     for (auto& f : c.findings) r->findings.push_back(std::move(f));
     // Always, not only for images with known dimensions: a format the target cannot decode at all is
@@ -134,7 +125,7 @@ void CheckOne(const std::string& abs, FileReport* r, const DataOptions& opt, std
     // HTML / JSON / text saved under an image name.
     r->is_image = true;
     r->image.format = r->content;
-    Finding f = Note("not-an-image", Severity::kError,
+    Finding f = Note(FindingCode::kNotAnImage, Severity::kError,
                      std::string("content is ") + FormatName(r->content) + ", not an image (a saved error page or API reply?)");
     f.offset = 0;
     r->findings.push_back(std::move(f));
@@ -181,7 +172,7 @@ void VoteAndFinish(const DataOptions& opt, DataReport* rep) {
       if (!best.empty()) {
         f.text.encoding = best;
         f.text.how = "folder-vote";
-        f.findings.push_back(Note("encoding-voted", Severity::kInfo,
+        f.findings.push_back(Note(FindingCode::kEncodingVoted, Severity::kInfo,
             "too short to detect; " + best + " chosen by " + std::to_string(best_n) + " of " +
             std::to_string(total) + " detected files in its folder"));
       }
@@ -307,7 +298,7 @@ Status VerifyAgainst(const std::string& manifest_path, DataReport* r) {
     auto it = have.find(path);
     if (it == have.end()) {
       if (!reported_missing.insert(path).second) continue;
-      Finding f = Note("missing", Severity::kError,
+      Finding f = Note(FindingCode::kMissing, Severity::kError,
                        "listed in the manifest (line " + std::to_string(e->line) + ") but not in the tree");
       f.path = path;
       FileReport ghost;
@@ -317,7 +308,7 @@ Status VerifyAgainst(const std::string& manifest_path, DataReport* r) {
       continue;
     }
     if (it->second->sha256 != e->hex) {
-      Finding f = Note("hash-mismatch", Severity::kError,
+      Finding f = Note(FindingCode::kHashMismatch, Severity::kError,
                        "SHA-256 " + it->second->sha256 + " differs from the manifest's " + e->hex + " (line " +
                            std::to_string(e->line) + "; changed or corrupted in transfer)");
       f.path = path;
@@ -329,7 +320,7 @@ Status VerifyAgainst(const std::string& manifest_path, DataReport* r) {
   manifest_ghost.path = self.empty() ? manifest_path : self;
   FileReport* manifest_report = !self.empty() && have.count(self) ? have[self] : &manifest_ghost;
   for (const auto& p : list.problems) {
-    Finding f = Note("checksum-line-invalid", Severity::kWarning,
+    Finding f = Note(FindingCode::kChecksumLineInvalid, Severity::kWarning,
                      p.message + "; sha256sum -c skips this line, so no file is checked by it");
     f.path = manifest_report->path;
     f.line = p.line;
@@ -338,7 +329,7 @@ Status VerifyAgainst(const std::string& manifest_path, DataReport* r) {
   }
   for (auto& f : r->files) {
     if (want.count(f.path) || f.path == self || f.path == self + ".json") continue;
-    Finding x = Note("unexpected", Severity::kWarning, "in the tree but not in the manifest");
+    Finding x = Note(FindingCode::kUnexpected, Severity::kWarning, "in the tree but not in the manifest");
     x.path = f.path;
     f.findings.push_back(x);
   }
@@ -353,13 +344,13 @@ DataSummary Summarize(const DataReport& r) {
   DataSummary s;
   for (const auto& f : r.files) {
     const bool ghost = f.size == 0 && f.content == Format::kUnknown && f.findings.size();
-    std::string fmt = ghost && f.findings[0].code == "missing"                 ? "missing"
-                      : ghost && f.findings[0].code == "checksum-line-invalid" ? "manifest"
-                                                                               : FormatName(f.content);
+    std::string fmt = FormatName(f.content);
+    if (ghost && f.findings[0].code == FindingCode::kMissing) fmt = "missing";
+    else if (ghost && f.findings[0].code == FindingCode::kChecksumLineInvalid) fmt = "manifest";
     s.by_format[fmt]++;
     bool any = false;
     for (const auto& x : f.findings) {
-      s.by_finding[x.code]++;
+      s.by_finding[FindingCodeName(x.code)]++;
       any |= x.severity != Severity::kInfo;
     }
     s.files_and_flagged[fmt].first++;
@@ -408,7 +399,7 @@ nlohmann::json DataReportJson(const DataReport& r, const DataSummary& s) {
     if (!f.sha256.empty()) it["sha256"] = f.sha256;
     items.push_back(std::move(it));
     for (const auto& x : f.findings) {
-      json fj = {{"path", x.path}, {"code", x.code}, {"severity", SeverityName(x.severity)},
+      json fj = {{"path", x.path}, {"code", FindingCodeName(x.code)}, {"severity", SeverityName(x.severity)},
                  {"message", x.message}};
       if (x.offset >= 0) fj["offset"] = x.offset;
       if (x.line >= 0) { fj["line"] = x.line; fj["column"] = x.column; }
@@ -446,8 +437,8 @@ bool WriteFile(const fs::path& out_dir, const fs::path& p, const void* data, siz
 // Findings that mean the file's content is damaged (not merely unsuitable for the target).
 bool Damaged(const FileReport& f, std::string* why) {
   for (const auto& x : f.findings)
-    if (x.code == "truncated" || x.code == "corrupt" || x.code == "empty") {
-      *why = x.code + ": " + x.message;
+    if (x.code == FindingCode::kTruncated || x.code == FindingCode::kCorrupt || x.code == FindingCode::kEmpty) {
+      *why = std::string(FindingCodeName(x.code)) + ": " + x.message;
       return true;
     }
   return false;
@@ -465,8 +456,8 @@ std::vector<std::string> WriteFixes(DataReport& r, const std::string& out_dir) {
     bool rename = false, reencode = false, jpeg_baseline = false;
     int64_t rw = 0, rh = 0;
     for (const auto& x : f.findings) {
-      if (x.code == "extension-mismatch" && IsImageFormat(f.content)) rename = true;
-      if (x.code == "exceeds-hw-decoder" && f.content == Format::kJpeg) {
+      if (x.code == FindingCode::kExtensionMismatch && IsImageFormat(f.content)) rename = true;
+      if (x.code == FindingCode::kExceedsHwDecoder && f.content == Format::kJpeg) {
         long long w, h;
         if (std::sscanf(x.fix.c_str(), "resize to %lldx%lld", &w, &h) == 2) { rw = w; rh = h; }
         else if (x.fix == "re-encode as baseline JPEG" || x.fix == "re-encode with Huffman coding") jpeg_baseline = true;
@@ -476,7 +467,7 @@ std::vector<std::string> WriteFixes(DataReport& r, const std::string& out_dir) {
     if (!rename && !reencode && !jpeg_baseline && !rw) continue;
     std::string damage;
     if ((jpeg_baseline || rw) && Damaged(f, &damage)) {
-      Finding x = Note("fix-refused", Severity::kWarning,
+      Finding x = Note(FindingCode::kFixRefused, Severity::kWarning,
                        "--fix does not rewrite a damaged image (" + damage + "): the copy would check clean while "
                        "the lost part is filled in; recover the original instead" +
                            (rename ? "; copied unchanged under the extension of its content" : ""));
@@ -509,7 +500,7 @@ std::vector<std::string> WriteFixes(DataReport& r, const std::string& out_dir) {
       auto res = rw ? JpegResizeToFit(buf.data(), buf.size(), rw, rh) : JpegToBaseline(buf.data(), buf.size());
       if (ok && !res.ok() && res.status().code() == StatusCode::kCorrupt) {
         // jpeg_fix found damage the decode did not report: refuse, as above.
-        Finding x = Note("fix-refused", Severity::kWarning, "--fix refused: " + res.status().message());
+        Finding x = Note(FindingCode::kFixRefused, Severity::kWarning, "--fix refused: " + res.status().message());
         x.path = f.path;
         f.findings.push_back(x);
       }

@@ -49,13 +49,13 @@ void MakeTree(const std::string& root) {
   WriteBytes(root + "/classes.txt", std::string("cat\ndog\n"));
 }
 
-std::map<std::string, std::vector<std::string>> Codes(const DataReport& r) {
-  std::map<std::string, std::vector<std::string>> m;
+std::map<std::string, std::vector<FindingCode>> Codes(const DataReport& r) {
+  std::map<std::string, std::vector<FindingCode>> m;
   for (const auto& f : r.files)
     for (const auto& x : f.findings) m[f.path].push_back(x.code);
   return m;
 }
-bool Contains(const std::vector<std::string>& v, const std::string& s) {
+bool Contains(const std::vector<FindingCode>& v, FindingCode s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
@@ -75,18 +75,18 @@ TEST(Data, LyingExtensionsAndClasses) {
   auto r = CheckTree(opt);
   ASSERT_TRUE(r.ok()) << r.status().message();
   auto c = Codes(r.value());
-  EXPECT_TRUE(Contains(c["img/cat.png"], "extension-mismatch"));
-  EXPECT_TRUE(Contains(c["img/dog.jpg"], "extension-mismatch"));
-  EXPECT_TRUE(Contains(c["img/bird.jpg"], "extension-mismatch"));
-  EXPECT_TRUE(Contains(c["img/page.jpg"], "not-an-image"));
-  EXPECT_TRUE(Contains(c["img/empty.jpg"], "empty"));
-  EXPECT_TRUE(Contains(c["img/cut.jpg"], "truncated"));
-  EXPECT_TRUE(Contains(c["labels.txt"], "encoding-not-utf8"));
+  EXPECT_TRUE(Contains(c["img/cat.png"], FindingCode::kExtensionMismatch));
+  EXPECT_TRUE(Contains(c["img/dog.jpg"], FindingCode::kExtensionMismatch));
+  EXPECT_TRUE(Contains(c["img/bird.jpg"], FindingCode::kExtensionMismatch));
+  EXPECT_TRUE(Contains(c["img/page.jpg"], FindingCode::kNotAnImage));
+  EXPECT_TRUE(Contains(c["img/empty.jpg"], FindingCode::kEmpty));
+  EXPECT_TRUE(Contains(c["img/cut.jpg"], FindingCode::kTruncated));
+  EXPECT_TRUE(Contains(c["labels.txt"], FindingCode::kEncodingNotUtf8));
   EXPECT_EQ(c.count("img/ok.jpg"), 0u);
   EXPECT_EQ(c.count("classes.txt"), 0u);
   for (const auto& f : r.value().files)
     for (const auto& x : f.findings)
-      if (x.code == "extension-mismatch" && f.path == "img/cat.png") {
+      if (x.code == FindingCode::kExtensionMismatch && f.path == "img/cat.png") {
         EXPECT_EQ(x.fix, "rename to img/cat.jpg");
       }
 }
@@ -160,10 +160,10 @@ TEST(Data, ManifestAndVerify) {
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(VerifyAgainst(cmd.manifest_path, &r.value()).ok());
   auto c = Codes(r.value());
-  EXPECT_TRUE(Contains(c["img/ok.jpg"], "hash-mismatch"));
-  EXPECT_TRUE(Contains(c["classes.txt"], "missing"));
-  EXPECT_TRUE(Contains(c["new.txt"], "unexpected"));
-  EXPECT_FALSE(Contains(c["img/dog.jpg"], "hash-mismatch"));
+  EXPECT_TRUE(Contains(c["img/ok.jpg"], FindingCode::kHashMismatch));
+  EXPECT_TRUE(Contains(c["classes.txt"], FindingCode::kMissing));
+  EXPECT_TRUE(Contains(c["new.txt"], FindingCode::kUnexpected));
+  EXPECT_FALSE(Contains(c["img/dog.jpg"], FindingCode::kHashMismatch));
 }
 
 TEST(Data, ExitCodes) {
@@ -303,7 +303,7 @@ TEST(Data, UnlistedFormatsSameRuleOnAJpegOnlyDecoder) {
   std::map<std::string, Severity> sev;
   for (const auto& f : r.value().files)
     for (const auto& x : f.findings)
-      if (x.code == "exceeds-hw-decoder") sev[f.path] = x.severity;
+      if (x.code == FindingCode::kExceedsHwDecoder) sev[f.path] = x.severity;
   for (const char* p : {"a.png", "b.webp", "c.webp", "d.webp", "e.heic"}) {
     ASSERT_TRUE(sev.count(p)) << p << " has no exceeds-hw-decoder finding";
     EXPECT_EQ(sev[p], Severity::kError) << p;
@@ -378,7 +378,7 @@ TEST(Data, FixRefusesToHideDamage) {
   for (const auto& f : r.value().files) {
     if (f.path != "cut_named.jpg") continue;
     bool flagged = false;
-    for (const auto& x : f.findings) flagged |= x.code == "truncated" || x.code == "corrupt";
+    for (const auto& x : f.findings) flagged |= x.code == FindingCode::kTruncated || x.code == FindingCode::kCorrupt;
     EXPECT_TRUE(flagged);
   }
   auto log = testing::ReadBytes(o / "fixed/doctor-fixes.log");
@@ -414,7 +414,7 @@ TEST(Data, FixedTextWithLostBytesNeverChecksClean) {
   bool flagged = false;
   for (const auto& f : r.value().files)
     for (const auto& x : f.findings)
-      if (f.path == "labels.txt" && x.code == "replacement-character") flagged = x.line == 1 && x.column == 7;
+      if (f.path == "labels.txt" && x.code == FindingCode::kReplacementCharacter) flagged = x.line == 1 && x.column == 7;
   EXPECT_TRUE(flagged);
 }
 

@@ -177,7 +177,7 @@ CpuInfo ReadCpuInfo() {
 ModelCheck CheckModel(const std::string& path, bool hash) {
   ModelCheck m;
   auto f = gguf::File::Open(path);
-  auto add = [&](const char* code, std::string msg) {
+  auto add = [&](FindingCode code, std::string msg) {
     Finding x;
     x.code = code;
     x.path = path;
@@ -186,7 +186,7 @@ ModelCheck CheckModel(const std::string& path, bool hash) {
   };
   if (!f.ok()) {
     m.error = f.status().message();
-    add("model-corrupt", m.error);
+    add(FindingCode::kModelCorrupt, m.error);
   } else {
     const gguf::File& g = *f.value();
     m.ok = true;
@@ -214,7 +214,7 @@ ModelCheck CheckModel(const std::string& path, bool hash) {
     } else {
       // An unreadable or malformed side file says nothing about the model: never "corrupted".
       Finding x;
-      x.code = want.status().code() == StatusCode::kNotFound ? "checksum-not-listed" : "checksum-line-invalid";
+      x.code = want.status().code() == StatusCode::kNotFound ? FindingCode::kChecksumNotListed : FindingCode::kChecksumLineInvalid;
       x.severity = Severity::kWarning;
       x.path = side;
       x.message = want.status().message() + "; the model's SHA-256 was not checked against it";
@@ -225,10 +225,10 @@ ModelCheck CheckModel(const std::string& path, bool hash) {
   if (hash || !m.sha256_expected.empty()) {
     auto h = Sha256File(path, m.file_size ? nullptr : &m.file_size);
     if (h.ok()) m.sha256 = h.value();
-    else add("model-unreadable", h.status().message());
+    else add(FindingCode::kModelUnreadable, h.status().message());
   }
   if (!m.sha256_expected.empty() && !m.sha256.empty() && m.sha256 != m.sha256_expected)
-    add("hash-mismatch", "SHA-256 " + m.sha256 + " differs from " + m.sha256_file + " (" + m.sha256_expected +
+    add(FindingCode::kHashMismatch, "SHA-256 " + m.sha256 + " differs from " + m.sha256_file + " (" + m.sha256_expected +
                              "): corrupted or a different file");
   return m;
 }
@@ -272,7 +272,7 @@ nlohmann::json CollectEnv(const EnvOptions& opt, int* exit_code) {
     }
     json mf = json::array();
     for (const auto& f : m.findings)
-      mf.push_back({{"code", f.code}, {"severity", SeverityName(f.severity)}, {"path", f.path}, {"message", f.message}});
+      mf.push_back({{"code", FindingCodeName(f.code)}, {"severity", SeverityName(f.severity)}, {"path", f.path}, {"message", f.message}});
     mj["findings"] = mf;
     if (best_bw > 0 && m.bytes_per_token > 0) mj["roofline_tok_per_s"] = best_bw * 1e9 / m.bytes_per_token;
     j["model"] = mj;
@@ -282,7 +282,7 @@ nlohmann::json CollectEnv(const EnvOptions& opt, int* exit_code) {
     OciReport r = CheckOciLayout(opt.oci);
     json fj = json::array();
     for (const auto& f : r.findings) {
-      fj.push_back({{"code", f.code}, {"severity", SeverityName(f.severity)}, {"path", f.path}, {"message", f.message}});
+      fj.push_back({{"code", FindingCodeName(f.code)}, {"severity", SeverityName(f.severity)}, {"path", f.path}, {"message", f.message}});
       if (f.severity != Severity::kInfo) rc = 1;
     }
     j["oci"] = {{"dir", opt.oci}, {"manifests", r.manifests}, {"blobs_checked", r.blobs_checked},
@@ -290,9 +290,9 @@ nlohmann::json CollectEnv(const EnvOptions& opt, int* exit_code) {
   }
   if (!opt.referrers.empty()) {
     ReferrersVerdict v = ClassifyReferrersResponse(opt.referrers);
-    j["referrers_response"] = {{"file", opt.referrers}, {"code", v.code}, {"http_status", v.http_status}, {"message", v.message}};
-    if (v.code == "referrers-unreadable") rc = 3;
-    else if (v.code != "referrers-ok") rc = std::max(rc, 1);
+    j["referrers_response"] = {{"file", opt.referrers}, {"code", FindingCodeName(v.code)}, {"http_status", v.http_status}, {"message", v.message}};
+    if (v.code == FindingCode::kReferrersUnreadable) rc = 3;
+    else if (v.code != FindingCode::kReferrersOk) rc = std::max(rc, 1);
   }
   *exit_code = rc;
   return j;

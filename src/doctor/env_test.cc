@@ -2,10 +2,12 @@
 
 #include <filesystem>
 #include <functional>
+#include <set>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "doctor/finding.h"
 #include "doctor/hash.h"
 #include "doctor/oci.h"
 #include "doctor/test_util.h"
@@ -51,12 +53,12 @@ Layout MakeLayout(const std::string& dir) {
   return l;
 }
 
-std::vector<std::string> Codes(const OciReport& r, bool include_info = false) {
-  std::vector<std::string> v;
+std::vector<FindingCode> Codes(const OciReport& r, bool include_info = false) {
+  std::vector<FindingCode> v;
   for (auto& f : r.findings) if (include_info || f.severity != Severity::kInfo) v.push_back(f.code);
   return v;
 }
-bool Has(const OciReport& r, const std::string& c) {
+bool Has(const OciReport& r, FindingCode c) {
   auto v = Codes(r);
   return std::find(v.begin(), v.end(), c) != v.end();
 }
@@ -83,8 +85,8 @@ TEST(Oci, FlippedByteInLayer) {
   b[10] ^= 1;
   WriteBytes(BlobPath(t.path, l.layer), b);
   OciReport r = CheckOciLayout(t.path);
-  EXPECT_TRUE(Has(r, "digest-mismatch"));
-  EXPECT_TRUE(Has(r, "platform-incomplete"));
+  EXPECT_TRUE(Has(r, FindingCode::kDigestMismatch));
+  EXPECT_TRUE(Has(r, FindingCode::kPlatformIncomplete));
 }
 
 TEST(Oci, MissingBlobNoLayoutTraversalOrphan) {
@@ -92,13 +94,13 @@ TEST(Oci, MissingBlobNoLayoutTraversalOrphan) {
     TempDir t;
     Layout l = MakeLayout(t.path);
     fs::remove(BlobPath(t.path, l.config));
-    EXPECT_TRUE(Has(CheckOciLayout(t.path), "blob-missing"));
+    EXPECT_TRUE(Has(CheckOciLayout(t.path), FindingCode::kBlobMissing));
   }
   {
     TempDir t;
     MakeLayout(t.path);
     fs::remove(t.path + "/oci-layout");
-    EXPECT_TRUE(Has(CheckOciLayout(t.path), "oci-layout-missing"));
+    EXPECT_TRUE(Has(CheckOciLayout(t.path), FindingCode::kOciLayoutMissing));
   }
   {
     TempDir t;
@@ -109,8 +111,8 @@ TEST(Oci, MissingBlobNoLayoutTraversalOrphan) {
                                             {"digest", "sha256:../../../ed_doctor_escape_target"}, {"size", 6}}})}};
     WriteBytes(t.path + "/index.json", idx.dump());
     OciReport r = CheckOciLayout(t.path);
-    EXPECT_TRUE(Has(r, "digest-path-traversal"));
-    EXPECT_TRUE(Has(r, "orphan-blob"));  // the old blobs are now unreferenced
+    EXPECT_TRUE(Has(r, FindingCode::kDigestPathTraversal));
+    EXPECT_TRUE(Has(r, FindingCode::kOrphanBlob));  // the old blobs are now unreferenced
     fs::remove(t.path + "/../ed_doctor_escape_target");
   }
 }
@@ -122,22 +124,22 @@ TEST(Oci, ReferrersResponses) {
     return ClassifyReferrersResponse(t / "reply").code;
   };
   EXPECT_EQ(classify("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<!DOCTYPE html><html><title>Registry</title></html>"),
-            "referrers-html");
-  EXPECT_EQ(classify("<html><body>Sign in</body></html>"), "referrers-html");
+            FindingCode::kReferrersHtml);
+  EXPECT_EQ(classify("<html><body>Sign in</body></html>"), FindingCode::kReferrersHtml);
   EXPECT_EQ(classify("HTTP/1.1 302 Found\r\nLocation: https://sso.example.com/login?next=/v2/\r\n\r\n"),
-            "referrers-login-redirect");
-  EXPECT_EQ(classify("HTTP/1.1 404 Not Found\r\n\r\n{\"errors\":[]}"), "referrers-not-found");
-  EXPECT_EQ(classify("HTTP/1.1 406 Not Acceptable\r\n\r\n"), "referrers-not-acceptable");
+            FindingCode::kReferrersLoginRedirect);
+  EXPECT_EQ(classify("HTTP/1.1 404 Not Found\r\n\r\n{\"errors\":[]}"), FindingCode::kReferrersNotFound);
+  EXPECT_EQ(classify("HTTP/1.1 406 Not Acceptable\r\n\r\n"), FindingCode::kReferrersNotAcceptable);
   EXPECT_EQ(classify("HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.index.v1+json\r\n\r\n"
                      R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]})"),
-            "referrers-ok");
+            FindingCode::kReferrersOk);
   EXPECT_EQ(classify(R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json"})"),
-            "referrers-not-index");
-  EXPECT_EQ(ClassifyReferrersResponse(t / "nope").code, "referrers-unreadable");
+            FindingCode::kReferrersNotIndex);
+  EXPECT_EQ(ClassifyReferrersResponse(t / "nope").code, FindingCode::kReferrersUnreadable);
 }
 
 
-bool HasMsg(const OciReport& r, const std::string& code, const std::string& text) {
+bool HasMsg(const OciReport& r, FindingCode code, const std::string& text) {
   for (auto& f : r.findings)
     if (f.code == code && f.message.find(text) != std::string::npos) return true;
   return false;
@@ -145,7 +147,7 @@ bool HasMsg(const OciReport& r, const std::string& code, const std::string& text
 
 std::string Dump(const OciReport& r) {
   std::string s;
-  for (auto& f : r.findings) s += f.code + " [" + SeverityName(f.severity) + "] " + f.path + ": " + f.message + "\n";
+  for (auto& f : r.findings) s += std::string(FindingCodeName(f.code)) + " [" + SeverityName(f.severity) + "] " + f.path + ": " + f.message + "\n";
   return s;
 }
 
@@ -158,7 +160,7 @@ TEST(Oci, GoJsonStrictness) {
     auto b = ReadBytes(t / "index.json");
     WriteBytes(t / "index.json", "\xEF\xBB\xBF" + std::string(b.begin(), b.end()));
     OciReport r = CheckOciLayout(t.path);
-    EXPECT_TRUE(HasMsg(r, "index-invalid", "byte order mark")) << Dump(r);
+    EXPECT_TRUE(HasMsg(r, FindingCode::kIndexInvalid, "byte order mark")) << Dump(r);
   }
   struct Edit {
     const char* what;
@@ -184,8 +186,8 @@ TEST(Oci, GoJsonStrictness) {
     WriteBytes(t / "index.json", idx.dump());
     OciReport r;
     EXPECT_NO_THROW(r = CheckOciLayout(t.path)) << e.what;
-    EXPECT_TRUE(HasMsg(r, "index-invalid", e.message)) << e.what << "\n" << Dump(r);
-    EXPECT_TRUE(HasMsg(r, "index-invalid", "Go's encoding/json")) << e.what;
+    EXPECT_TRUE(HasMsg(r, FindingCode::kIndexInvalid, e.message)) << e.what << "\n" << Dump(r);
+    EXPECT_TRUE(HasMsg(r, FindingCode::kIndexInvalid, "Go's encoding/json")) << e.what;
   }
   {
     // null is Go's zero value, not a wrong type: no finding for the index, and never an exception.
@@ -199,8 +201,8 @@ TEST(Oci, GoJsonStrictness) {
                                        {"manifests", json::array({md})}}).dump());
     OciReport r;
     EXPECT_NO_THROW(r = CheckOciLayout(t.path));
-    for (auto& f : r.findings) EXPECT_NE(f.code, "index-invalid") << Dump(r);
-    EXPECT_TRUE(HasMsg(r, "manifest-invalid", "schemaVersion is not 2")) << Dump(r);
+    for (auto& f : r.findings) EXPECT_NE(f.code, FindingCode::kIndexInvalid) << Dump(r);
+    EXPECT_TRUE(HasMsg(r, FindingCode::kManifestInvalid, "schemaVersion is not 2")) << Dump(r);
   }
   // Inside a manifest blob: the platform is incomplete, with the field named.
   TempDir t;
@@ -213,7 +215,7 @@ TEST(Oci, GoJsonStrictness) {
   WriteBytes(t / "index.json", json({{"schemaVersion", 2}, {"mediaType", "application/vnd.oci.image.index.v1+json"},
                                      {"manifests", json::array({md})}}).dump());
   OciReport r = CheckOciLayout(t.path);
-  EXPECT_TRUE(HasMsg(r, "manifest-invalid", "layers[0].size is a string")) << Dump(r);
+  EXPECT_TRUE(HasMsg(r, FindingCode::kManifestInvalid, "layers[0].size is a string")) << Dump(r);
   ASSERT_EQ(r.platforms.size(), 1u);
   EXPECT_EQ(r.platforms[0], "linux/amd64 INCOMPLETE");
 }
@@ -230,8 +232,8 @@ TEST(Oci, UnknownMediaTypeForAPlatform) {
   OciReport r = CheckOciLayout(t.path);
   ASSERT_EQ(r.platforms.size(), 1u);
   EXPECT_EQ(r.platforms[0], "linux/arm64 INCOMPLETE");
-  EXPECT_TRUE(HasMsg(r, "unknown-media-type", "nothing under it was checked")) << Dump(r);
-  EXPECT_TRUE(Has(r, "platform-incomplete"));
+  EXPECT_TRUE(HasMsg(r, FindingCode::kUnknownMediaType, "nothing under it was checked")) << Dump(r);
+  EXPECT_TRUE(Has(r, FindingCode::kPlatformIncomplete));
 }
 
 // image-spec 1.1 artifacts: any artifactType, config and layer media types; no warning.
@@ -251,9 +253,9 @@ TEST(Oci, ArtifactWithAnyLayerTypesIsValid) {
     WriteBytes(t / "index.json", json({{"schemaVersion", 2}, {"mediaType", "application/vnd.oci.image.index.v1+json"},
                                        {"manifests", json::array({l.manifest, ad})}}).dump());
     OciReport r = CheckOciLayout(t.path);
-    std::vector<std::string> c;
+    std::vector<FindingCode> c;
     for (auto& f : r.findings)
-      if (f.severity != Severity::kInfo && f.code != "orphan-blob") c.push_back(f.code);
+      if (f.severity != Severity::kInfo && f.code != FindingCode::kOrphanBlob) c.push_back(f.code);
     EXPECT_TRUE(c.empty()) << Dump(r);
     EXPECT_EQ(r.referrers, 1);
   }
@@ -269,13 +271,13 @@ TEST(Oci, SymlinkLoopsAreFindings) {
   fs::create_symlink(t / "blobs/sha256/a", t / "blobs/sha256/b");
   OciReport r;
   EXPECT_NO_THROW(r = CheckOciLayout(t.path));
-  EXPECT_TRUE(HasMsg(r, "symlink-loop", "blobs/sha256/a")) << Dump(r);
-  EXPECT_TRUE(HasMsg(r, "symlink-loop", l.layer["digest"].get<std::string>())) << Dump(r);
-  EXPECT_TRUE(Has(r, "platform-incomplete"));
+  EXPECT_TRUE(HasMsg(r, FindingCode::kSymlinkLoop, "blobs/sha256/a")) << Dump(r);
+  EXPECT_TRUE(HasMsg(r, FindingCode::kSymlinkLoop, l.layer["digest"].get<std::string>())) << Dump(r);
+  EXPECT_TRUE(Has(r, FindingCode::kPlatformIncomplete));
   fs::remove(t / "index.json");
   fs::create_symlink(t / "index.json", t / "index.json");
   EXPECT_NO_THROW(r = CheckOciLayout(t.path));
-  EXPECT_TRUE(HasMsg(r, "symlink-loop", "index.json")) << Dump(r);
+  EXPECT_TRUE(HasMsg(r, FindingCode::kSymlinkLoop, "index.json")) << Dump(r);
 }
 
 // Saved replies read as an HTTP client reads them.
@@ -290,42 +292,42 @@ TEST(Oci, ReferrersTranscripts) {
   const std::string ok_head = "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.index.v1+json\r\n\r\n";
   ReferrersVerdict v = verdict("HTTP/1.1 307 Temporary Redirect\r\nLocation: https://cdn.example.com/r\r\n"
                                "Content-Length: 0\r\n\r\n" + ok_head + index);
-  EXPECT_EQ(v.code, "referrers-ok") << v.message;
+  EXPECT_EQ(v.code, FindingCode::kReferrersOk) << v.message;
   EXPECT_EQ(v.http_status, 200);
   EXPECT_NE(v.message.find("307 to https://cdn.example.com/r"), std::string::npos) << v.message;
   // A redirect with an HTML body and no Content-Length (LF line ends), then the answer.
   v = verdict("HTTP/1.1 302 Found\nLocation: /v2/app/referrers/x\nContent-Type: text/html\n\n<a href=\"/v2/\">Found</a>.\n\n"
               "HTTP/2 200\ncontent-type: application/vnd.oci.image.index.v1+json\n\n" + index);
-  EXPECT_EQ(v.code, "referrers-ok") << v.message;
+  EXPECT_EQ(v.code, FindingCode::kReferrersOk) << v.message;
   v = verdict("HTTP/1.1 100 Continue\r\n\r\n" + ok_head + index);
-  EXPECT_EQ(v.code, "referrers-ok") << v.message;
+  EXPECT_EQ(v.code, FindingCode::kReferrersOk) << v.message;
   EXPECT_EQ(v.http_status, 200);
   v = verdict("HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
               "WWW-Authenticate: Bearer realm=\"https://auth.example.com/token\",service=\"registry.example.com\","
               "scope=\"repository:team/app:pull\"\r\n\r\n"
               R"({"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]})");
-  EXPECT_EQ(v.code, "referrers-auth");
+  EXPECT_EQ(v.code, FindingCode::kReferrersAuth);
   EXPECT_EQ(v.http_status, 401);
   EXPECT_NE(v.message.find("realm https://auth.example.com/token"), std::string::npos) << v.message;
   EXPECT_NE(v.message.find("scope repository:team/app:pull"), std::string::npos) << v.message;
   EXPECT_NE(v.message.find("auth problem"), std::string::npos) << v.message;
   v = verdict("HTTP/1.1 403 Forbidden\r\n\r\n{}");
-  EXPECT_EQ(v.code, "referrers-auth");
+  EXPECT_EQ(v.code, FindingCode::kReferrersAuth);
   v = verdict("HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer realm=\"r\",error=\"insufficient_scope\"\r\n\r\n");
-  EXPECT_EQ(v.code, "referrers-auth");
+  EXPECT_EQ(v.code, FindingCode::kReferrersAuth);
   EXPECT_NE(v.message.find("lacks pull access"), std::string::npos) << v.message;
   // Strict JSON in the reply too: BOM, wrong types; never an exception.
   v = verdict(ok_head + "\xEF\xBB\xBF" + index);
-  EXPECT_EQ(v.code, "referrers-not-index");
+  EXPECT_EQ(v.code, FindingCode::kReferrersNotIndex);
   EXPECT_NE(v.message.find("byte order mark"), std::string::npos) << v.message;
-  EXPECT_EQ(verdict(R"({"schemaVersion":2,"mediaType":5,"manifests":[]})").code, "referrers-not-index");
+  EXPECT_EQ(verdict(R"({"schemaVersion":2,"mediaType":5,"manifests":[]})").code, FindingCode::kReferrersNotIndex);
   v = verdict(R"({"schemaVersion":"2","mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]})");
-  EXPECT_EQ(v.code, "referrers-not-index");
+  EXPECT_EQ(v.code, FindingCode::kReferrersNotIndex);
   EXPECT_NE(v.message.find("schemaVersion is a string"), std::string::npos) << v.message;
   v = verdict(R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"mediaType":"a/b","digest":"sha256:00","size":"5"}]})");
-  EXPECT_EQ(v.code, "referrers-not-index");
+  EXPECT_EQ(v.code, FindingCode::kReferrersNotIndex);
   EXPECT_NE(v.message.find("manifests[0].size is a string"), std::string::npos) << v.message;
-  EXPECT_EQ(verdict("HTTP/1.1 100 Continue\r\n\r\n").code, "referrers-not-index");
+  EXPECT_EQ(verdict("HTTP/1.1 100 Continue\r\n\r\n").code, FindingCode::kReferrersNotIndex);
 }
 
 TEST(Env, ModelIntegrityAndRoofline) {
@@ -347,7 +349,7 @@ TEST(Env, ModelIntegrityAndRoofline) {
   WriteBytes(t / "m.gguf.sha256", std::string(64, '0') + "  m.gguf\n");
   ModelCheck h = CheckModel(t / "m.gguf");
   bool mismatch = false;
-  for (auto& f : h.findings) mismatch |= f.code == "hash-mismatch";
+  for (auto& f : h.findings) mismatch |= f.code == FindingCode::kHashMismatch;
   EXPECT_TRUE(mismatch);
   WriteBytes(t / "m.gguf.sha256", m.sha256 + "  m.gguf\n");
   EXPECT_TRUE(CheckModel(t / "m.gguf").findings.empty());
@@ -362,6 +364,32 @@ TEST(Env, CpuAndBandwidth) {
   auto curve = bench::MeasureReadBandwidthCurve(3, 4 << 20, 1);
   ASSERT_EQ(curve.size(), 3u);  // 1, 2, 3 threads
   EXPECT_EQ(curve.back().threads, 3);
+}
+
+// The finding-code table (finding.h) is the contract with --json consumers: every code has a distinct,
+// non-empty name and text, and every name is a row of the table in docs/doctor.md.
+TEST(FindingCodes, TableIsCompleteAndDocumented) {
+  const std::vector<FindingCode> all = AllFindingCodes();
+  ASSERT_FALSE(all.empty());
+  const std::vector<uint8_t> bytes = ReadBytes(std::string(EDGEDECODE_SOURCE_DIR) + "/docs/doctor.md");
+  const std::string doc(bytes.begin(), bytes.end());
+  ASSERT_FALSE(doc.empty()) << "docs/doctor.md not found";
+  std::set<std::string> names, texts;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const FindingCode c = all[i];
+    EXPECT_EQ(static_cast<size_t>(c), i) << "AllFindingCodes() is in enum order";
+    const std::string name = FindingCodeName(c), text = FindingCodeText(c);
+    EXPECT_FALSE(name.empty()) << i;
+    EXPECT_FALSE(text.empty()) << name;
+    EXPECT_EQ(name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-"), std::string::npos) << name;
+    EXPECT_TRUE(names.insert(name).second) << "duplicate name " << name;
+    EXPECT_TRUE(texts.insert(text).second) << "duplicate text for " << name << ": " << text;
+    EXPECT_NE(doc.find("| `" + name + "` |"), std::string::npos) << name << " is not in the table in docs/doctor.md";
+  }
+  // Spot checks that the strings printed today did not change.
+  EXPECT_STREQ(FindingCodeName(FindingCode::kExtensionMismatch), "extension-mismatch");
+  EXPECT_STREQ(FindingCodeName(FindingCode::kGb18030VersionSensitive), "gb18030-version-sensitive");
+  EXPECT_STREQ(FindingCodeName(FindingCode::kReferrersUnreadable), "referrers-unreadable");
 }
 
 }  // namespace

@@ -132,8 +132,8 @@ DataReport Tree(const std::string& root) {
   opt.hash = true;
   return CheckTree(opt).value();
 }
-std::vector<std::string> AllCodes(const DataReport& r) {
-  std::vector<std::string> v;
+std::vector<FindingCode> AllCodes(const DataReport& r) {
+  std::vector<FindingCode> v;
   for (auto& f : r.files) for (auto& x : f.findings) v.push_back(x.code);
   return v;
 }
@@ -153,14 +153,14 @@ TEST(Checksums, VerifyAcceptsEveryCoreutilsStyle) {
     WriteBytes(m / "SUMS", text);
     DataReport r = Tree(t / "data");
     ASSERT_TRUE(VerifyAgainst(m / "SUMS", &r).ok()) << text;
-    EXPECT_TRUE(AllCodes(r).empty()) << text << " -> " << (AllCodes(r).empty() ? "" : AllCodes(r)[0]);
+    EXPECT_TRUE(AllCodes(r).empty()) << text << " -> " << (AllCodes(r).empty() ? "" : FindingCodeName(AllCodes(r)[0]));
   }
   // A real change is still a mismatch.
   WriteBytes(t / "data/a.txt", std::string("hellO\n"));
   WriteBytes(m / "SUMS", Upper(ha) + "  a.txt\r\n" + hb + "  sub/b.txt\r\n");
   DataReport r = Tree(t / "data");
   ASSERT_TRUE(VerifyAgainst(m / "SUMS", &r).ok());
-  EXPECT_EQ(AllCodes(r), std::vector<std::string>{"hash-mismatch"});
+  EXPECT_EQ(AllCodes(r), std::vector<FindingCode>{FindingCode::kHashMismatch});
 }
 
 TEST(Checksums, VerifyReportsBadLinesByLine) {
@@ -174,8 +174,8 @@ TEST(Checksums, VerifyReportsBadLinesByLine) {
   bool line2 = false;
   for (auto& f : r.files)
     for (auto& x : f.findings) {
-      EXPECT_NE(x.code, "hash-mismatch");
-      if (x.code == "checksum-line-invalid") {
+      EXPECT_NE(x.code, FindingCode::kHashMismatch);
+      if (x.code == FindingCode::kChecksumLineInvalid) {
         line2 = x.line == 2 && x.path == m / "SUMS";
         EXPECT_NE(x.message.find("63 hex digits"), std::string::npos) << x.message;
       }
@@ -209,21 +209,21 @@ TEST(Checksums, ModelSideFile) {
   const std::string h = Sha256File(model).value();
   auto codes = [&](const std::string& side) {
     WriteBytes(t / "m.gguf.sha256", side);
-    std::vector<std::string> v;
+    std::vector<FindingCode> v;
     for (auto& f : CheckModel(t / "m.gguf").findings) v.push_back(f.code);
     return v;
   };
-  using V = std::vector<std::string>;
+  using V = std::vector<FindingCode>;
   EXPECT_EQ(codes(h), V{});                                    // bare digest, no newline
   EXPECT_EQ(codes(Upper(h) + "\r\n"), V{});                    // bare, upper case, CRLF
   EXPECT_EQ(codes(Upper(h) + " *m.gguf\r\n"), V{});            // binary marker, CRLF
   EXPECT_EQ(codes("SHA256 (m.gguf) = " + Upper(h) + "\n"), V{});
   EXPECT_EQ(codes(h + "  models/m.gguf\n"), V{});              // listed with a folder
   EXPECT_EQ(codes(std::string(64, 'a') + "  other.gguf\n" + h + "  m.gguf\n"), V{});
-  EXPECT_EQ(codes(std::string(64, '0') + "  m.gguf\n"), V{"hash-mismatch"});
-  EXPECT_EQ(codes(h.substr(0, 63) + "  m.gguf\n"), V{"checksum-line-invalid"});
-  EXPECT_EQ(codes("sha256 (m.gguf) = " + h + "\n"), V{"checksum-line-invalid"});
-  EXPECT_EQ(codes(h + "  other.gguf\n"), V{"checksum-not-listed"});
+  EXPECT_EQ(codes(std::string(64, '0') + "  m.gguf\n"), V{FindingCode::kHashMismatch});
+  EXPECT_EQ(codes(h.substr(0, 63) + "  m.gguf\n"), V{FindingCode::kChecksumLineInvalid});
+  EXPECT_EQ(codes("sha256 (m.gguf) = " + h + "\n"), V{FindingCode::kChecksumLineInvalid});
+  EXPECT_EQ(codes(h + "  other.gguf\n"), V{FindingCode::kChecksumNotListed});
   WriteBytes(t / "m.gguf.sha256", h.substr(0, 63) + "  m.gguf\n");
   ModelCheck mc = CheckModel(t / "m.gguf");
   ASSERT_EQ(mc.findings.size(), 1u);

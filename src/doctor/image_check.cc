@@ -23,7 +23,7 @@
 namespace edgedecode::doctor {
 namespace {
 
-Finding Make(const char* code, std::string msg, int64_t offset = -1,
+Finding Make(FindingCode code, std::string msg, int64_t offset = -1,
              Severity sev = Severity::kError) {
   Finding f;
   f.code = code;
@@ -72,13 +72,13 @@ void JpegEmit(j_common_ptr c, int level) {
   auto* ctx = reinterpret_cast<JpegCtx*>(c->err);
   if (++ctx->warnings > 20) return;  // one corrupt stream can warn thousands of times
   const int code = c->err->msg_code;
-  const char* cls = "decoder-warning";
+  FindingCode cls = FindingCode::kDecoderWarning;
   Severity sev = Severity::kWarning;
-  if (code == JWRN_JPEG_EOF) { cls = "truncated"; sev = Severity::kError; }
+  if (code == JWRN_JPEG_EOF) { cls = FindingCode::kTruncated; sev = Severity::kError; }
   else if (code == JWRN_EXTRANEOUS_DATA || code == JWRN_HIT_MARKER || code == JWRN_MUST_RESYNC ||
            code == JWRN_NOT_SEQUENTIAL || code == JWRN_BOGUS_PROGRESSION ||
            code == JWRN_HUFF_BAD_CODE || code == JWRN_ARITH_BAD_CODE || code == JWRN_BOGUS_ICC) {
-    cls = "corrupt"; sev = Severity::kError;
+    cls = FindingCode::kCorrupt; sev = Severity::kError;
   }
   // The mem source reports EOF when it runs dry: that is the end of the file. Extraneous bytes are
   // reported when the marker after them is found (the source is synced at its 0xFF): they start
@@ -92,11 +92,11 @@ void JpegEmit(j_common_ptr c, int level) {
 void JpegExit(j_common_ptr c) {
   auto* ctx = reinterpret_cast<JpegCtx*>(c->err);
   const int code = c->err->msg_code;
-  const char* cls = "corrupt";
-  if (code == JERR_INPUT_EMPTY || code == JERR_INPUT_EOF) cls = "truncated";
+  FindingCode cls = FindingCode::kCorrupt;
+  if (code == JERR_INPUT_EMPTY || code == JERR_INPUT_EOF) cls = FindingCode::kTruncated;
   else if (code == JERR_BAD_PRECISION || code == JERR_ARITH_NOTIMPL || code == JERR_NOT_COMPILED ||
            code == JERR_SOF_UNSUPPORTED || code == JERR_CCIR601_NOTIMPL)
-    cls = "unsupported-variant";
+    cls = FindingCode::kUnsupportedVariant;
   ctx->out->findings.push_back(Make(cls, JpegMessage(c), JpegOffset(c)));
   std::longjmp(ctx->jump, 1);
 }
@@ -147,7 +147,7 @@ void DecodeJpeg(const uint8_t* data, size_t n, ImageCheck* out) {
   jpeg_read_header(&d, TRUE);
   FillJpegInfo(&d, &out->info);
   if (static_cast<int64_t>(d.image_width) * d.image_height > kMaxPixels) {
-    out->findings.push_back(Make("unsupported-variant",
+    out->findings.push_back(Make(FindingCode::kUnsupportedVariant,
                                  "image too large to decode safely (" + std::to_string(d.image_width) +
                                      "x" + std::to_string(d.image_height) + ")"));
     jpeg_destroy_decompress(&d);
@@ -198,13 +198,13 @@ void PngRead(png_structp png, png_bytep dst, png_size_t len) {
 
 void PngError(png_structp png, png_const_charp msg) {
   auto* ctx = static_cast<PngCtx*>(png_get_error_ptr(png));
-  const char* cls = ctx->eof ? "truncated" : "corrupt";
+  FindingCode cls = ctx->eof ? FindingCode::kTruncated : FindingCode::kCorrupt;
   if (!ctx->eof && (std::strstr(msg, "exceeds user limit") || std::strstr(msg, "too large")))
-    cls = "unsupported-variant";
+    cls = FindingCode::kUnsupportedVariant;
   {  // scoped: longjmp must not skip a std::string destructor
     std::string m = std::string("libpng: ") + msg;
     if (std::strstr(msg, "CgBI")) {  // Apple's iOS-optimised PNG: byte-swapped, raw deflate
-      cls = "unsupported-variant";
+      cls = FindingCode::kUnsupportedVariant;
       m += " (Apple CgBI PNG from an iOS app bundle; convert with pngcrush -revert-iphone-optimizations)";
     }
     ctx->out->findings.push_back(Make(cls, m, static_cast<int64_t>(ctx->pos)));
@@ -217,7 +217,7 @@ void PngWarn(png_structp png, png_const_charp msg) {
   if (ctx->out->findings.size() > 20) return;
   // A CRC error in an ancillary chunk is data damage libpng forgives; other warnings are notes.
   bool crc = std::strstr(msg, "CRC") != nullptr;
-  ctx->out->findings.push_back(Make(crc ? "corrupt" : "decoder-warning",
+  ctx->out->findings.push_back(Make(crc ? FindingCode::kCorrupt : FindingCode::kDecoderWarning,
                                     std::string("libpng warning: ") + msg,
                                     static_cast<int64_t>(ctx->pos),
                                     crc ? Severity::kError : Severity::kWarning));
@@ -229,7 +229,7 @@ void DecodePng(const uint8_t* data, size_t n, ImageCheck* out) {
     size_t bad = 0;
     static const uint8_t kSig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
     while (bad < 8 && bad < n && data[bad] == kSig[bad]) ++bad;
-    out->findings.push_back(Make(n < 8 ? "truncated" : "corrupt",
+    out->findings.push_back(Make(n < 8 ? FindingCode::kTruncated : FindingCode::kCorrupt,
                                  "PNG signature damaged at byte " + std::to_string(bad) +
                                      " (a text-mode transfer rewrites CR/LF bytes like this)",
                                  static_cast<int64_t>(bad)));
@@ -238,7 +238,7 @@ void DecodePng(const uint8_t* data, size_t n, ImageCheck* out) {
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &ctx, PngError, PngWarn);
   png_infop info = png ? png_create_info_struct(png) : nullptr;
   if (!info) {
-    out->findings.push_back(Make("corrupt", "libpng: out of memory"));
+    out->findings.push_back(Make(FindingCode::kCorrupt, "libpng: out of memory"));
     png_destroy_read_struct(&png, nullptr, nullptr);
     return;
   }
@@ -256,7 +256,7 @@ void DecodePng(const uint8_t* data, size_t n, ImageCheck* out) {
   out->info.bit_depth = png_get_bit_depth(png, info);
   out->info.progressive = png_get_interlace_type(png, info) != PNG_INTERLACE_NONE;
   if (out->info.width * out->info.height > kMaxPixels) {
-    out->findings.push_back(Make("unsupported-variant", "image too large to decode safely"));
+    out->findings.push_back(Make(FindingCode::kUnsupportedVariant, "image too large to decode safely"));
     png_destroy_read_struct(&png, &info, nullptr);
     return;
   }
@@ -277,7 +277,7 @@ void DecodeWebp(const uint8_t* data, size_t n, ImageCheck* out) {
   if (n >= 12) {
     uint64_t riff = static_cast<uint64_t>(Le32(data + 4)) + 8;
     if (riff > n) {
-      out->findings.push_back(Make("truncated",
+      out->findings.push_back(Make(FindingCode::kTruncated,
                                    "RIFF header says " + std::to_string(riff) + " bytes, file has " +
                                        std::to_string(n),
                                    static_cast<int64_t>(n)));
@@ -287,9 +287,9 @@ void DecodeWebp(const uint8_t* data, size_t n, ImageCheck* out) {
   VP8StatusCode st = WebPGetFeatures(data, n, &feat);
   auto classify = [](VP8StatusCode s) {
     switch (s) {
-      case VP8_STATUS_NOT_ENOUGH_DATA: return "truncated";
-      case VP8_STATUS_UNSUPPORTED_FEATURE: return "unsupported-variant";
-      default: return "corrupt";
+      case VP8_STATUS_NOT_ENOUGH_DATA: return FindingCode::kTruncated;
+      case VP8_STATUS_UNSUPPORTED_FEATURE: return FindingCode::kUnsupportedVariant;
+      default: return FindingCode::kCorrupt;
     }
   };
   if (st != VP8_STATUS_OK) {
@@ -305,7 +305,7 @@ void DecodeWebp(const uint8_t* data, size_t n, ImageCheck* out) {
     WebPAnimDecoderOptionsInit(&opt);
     WebPAnimDecoder* dec = WebPAnimDecoderNew(&wd, &opt);
     if (!dec) {
-      out->findings.push_back(Make("corrupt", "libwebp: cannot parse animated WebP container"));
+      out->findings.push_back(Make(FindingCode::kCorrupt, "libwebp: cannot parse animated WebP container"));
       return;
     }
     WebPAnimInfo ai;
@@ -315,7 +315,7 @@ void DecodeWebp(const uint8_t* data, size_t n, ImageCheck* out) {
       uint8_t* buf;
       int ts;
       if (!WebPAnimDecoderGetNext(dec, &buf, &ts)) {
-        out->findings.push_back(Make("corrupt", "libwebp: frame " + std::to_string(frames) + " failed to decode"));
+        out->findings.push_back(Make(FindingCode::kCorrupt, "libwebp: frame " + std::to_string(frames) + " failed to decode"));
         WebPAnimDecoderDelete(dec);
         return;
       }
@@ -363,7 +363,7 @@ void DecodeGif(const uint8_t* data, size_t n, ImageCheck* out) {
   int err = 0;
   GifFileType* g = DGifOpen(&ctx, GifRead, &err);
   auto fail = [&](int code) {
-    const char* cls = ctx.eof || code == D_GIF_ERR_READ_FAILED ? "truncated" : "corrupt";
+    FindingCode cls = ctx.eof || code == D_GIF_ERR_READ_FAILED ? FindingCode::kTruncated : FindingCode::kCorrupt;
     const char* m = GifErrorString(code);
     out->findings.push_back(Make(cls, std::string("giflib: ") + (m ? m : "error"),
                                  static_cast<int64_t>(ctx.pos)));
@@ -384,19 +384,19 @@ void DecodeGif(const uint8_t* data, size_t n, ImageCheck* out) {
       if (DGifGetImageDesc(g) == GIF_ERROR) { ok = false; break; }
       const GifImageDesc& im = g->Image;
       if (im.Left + im.Width > g->SWidth || im.Top + im.Height > g->SHeight) {
-        out->findings.push_back(Make("corrupt",
+        out->findings.push_back(Make(FindingCode::kCorrupt,
             "frame " + std::to_string(frames) + " (" + std::to_string(im.Width) + "x" +
             std::to_string(im.Height) + " at " + std::to_string(im.Left) + "," + std::to_string(im.Top) +
             ") extends past the " + std::to_string(g->SWidth) + "x" + std::to_string(g->SHeight) +
             " screen", static_cast<int64_t>(ctx.pos)));
       }
       if (static_cast<int64_t>(im.Width) * im.Height > kMaxPixels) {
-        out->findings.push_back(Make("unsupported-variant", "frame too large to decode safely"));
+        out->findings.push_back(Make(FindingCode::kUnsupportedVariant, "frame too large to decode safely"));
         DGifCloseFile(g, &err);
         return;
       }
       if (!g->Image.ColorMap && !g->SColorMap)
-        out->findings.push_back(Make("decoder-warning", "frame " + std::to_string(frames) +
+        out->findings.push_back(Make(FindingCode::kDecoderWarning, "frame " + std::to_string(frames) +
                                      " has no colour table (neither local nor global)", -1,
                                      Severity::kWarning));
       line.resize(std::max(1, im.Width));
@@ -414,7 +414,7 @@ void DecodeGif(const uint8_t* data, size_t n, ImageCheck* out) {
   } while (ok && rec != TERMINATE_RECORD_TYPE);
   if (!ok) fail(g->Error);
   out->info.frames = frames;
-  if (ok && frames == 0) out->findings.push_back(Make("corrupt", "GIF has no image frames"));
+  if (ok && frames == 0) out->findings.push_back(Make(FindingCode::kCorrupt, "GIF has no image frames"));
   DGifCloseFile(g, &err);
   out->info.decoded = ok && frames > 0;
 }
@@ -463,13 +463,13 @@ int TiffErr(TIFF*, void* user, const char* module, const char* fmt, va_list ap) 
   auto* c = static_cast<TiffCtx*>(user);
   if (++c->errors > 10) return 1;
   std::string m = Vformat(fmt, ap);
-  const char* cls = "corrupt";
+  FindingCode cls = FindingCode::kCorrupt;
   if (m.find("Read error") != std::string::npos || m.find("EOF") != std::string::npos ||
       m.find("past end") != std::string::npos || m.find("Cannot read") != std::string::npos)
-    cls = "truncated";
+    cls = FindingCode::kTruncated;
   else if (m.find("not configured") != std::string::npos || m.find("not supported") != std::string::npos ||
            m.find("Unsupported") != std::string::npos)
-    cls = "unsupported-variant";
+    cls = FindingCode::kUnsupportedVariant;
   c->out->findings.push_back(Make(cls, std::string("libtiff: ") + (module ? module : "") + ": " + m));
   return 1;
 }
@@ -479,7 +479,7 @@ int TiffWarn(TIFF*, void* user, const char* module, const char* fmt, va_list ap)
   // Unknown tags are normal in the wild; do not report them.
   std::string m = Vformat(fmt, ap);
   if (m.find("Unknown field") != std::string::npos) return 1;
-  c->out->findings.push_back(Make("decoder-warning", std::string("libtiff warning: ") +
+  c->out->findings.push_back(Make(FindingCode::kDecoderWarning, std::string("libtiff warning: ") +
                                   (module ? module : "") + ": " + m, -1, Severity::kWarning));
   return 1;
 }
@@ -494,7 +494,7 @@ void DecodeTiff(const uint8_t* data, size_t n, ImageCheck* out) {
                               TiffMap, TiffUnmap, opts);
   TIFFOpenOptionsFree(opts);
   if (!t) {
-    if (out->findings.empty()) out->findings.push_back(Make("corrupt", "libtiff: cannot open"));
+    if (out->findings.empty()) out->findings.push_back(Make(FindingCode::kCorrupt, "libtiff: cannot open"));
     return;
   }
   int dirs = 0;
@@ -514,14 +514,14 @@ void DecodeTiff(const uint8_t* data, size_t n, ImageCheck* out) {
       out->info.cmyk = photometric == PHOTOMETRIC_SEPARATED;
     }
     if (static_cast<int64_t>(w) * h > kMaxPixels) {
-      out->findings.push_back(Make("unsupported-variant", "image too large to decode safely"));
+      out->findings.push_back(Make(FindingCode::kUnsupportedVariant, "image too large to decode safely"));
       ok = false;
       break;
     }
     const bool tiled = TIFFIsTiled(t);
     const uint32_t count = tiled ? TIFFNumberOfTiles(t) : TIFFNumberOfStrips(t);
     const tmsize_t sz = tiled ? TIFFTileSize(t) : TIFFStripSize(t);
-    if (sz <= 0) { ok = false; if (out->findings.empty()) out->findings.push_back(Make("corrupt", "libtiff: zero strip/tile size")); break; }
+    if (sz <= 0) { ok = false; if (out->findings.empty()) out->findings.push_back(Make(FindingCode::kCorrupt, "libtiff: zero strip/tile size")); break; }
     buf.resize(sz);
     for (uint32_t i = 0; i < count; ++i) {
       tmsize_t r = tiled ? TIFFReadEncodedTile(t, i, buf.data(), sz) : TIFFReadEncodedStrip(t, i, buf.data(), sz);
@@ -531,21 +531,21 @@ void DecodeTiff(const uint8_t* data, size_t n, ImageCheck* out) {
   } while (ok && dirs < 64 && TIFFReadDirectory(t));
   out->info.frames = dirs;
   TIFFClose(t);
-  if (!ok && out->findings.empty()) out->findings.push_back(Make("corrupt", "libtiff: strip/tile decode failed"));
+  if (!ok && out->findings.empty()) out->findings.push_back(Make(FindingCode::kCorrupt, "libtiff: strip/tile decode failed"));
   out->info.decoded = ok;
 }
 
 // ---------------------------------------------------------------- BMP (header and size checks)
 void CheckDib(const uint8_t* data, size_t n, size_t dib_at, uint64_t pixel_at, bool in_ico,
               ImageCheck* out) {
-  auto bad = [&](const char* cls, std::string m, int64_t off) {
+  auto bad = [&](FindingCode cls, std::string m, int64_t off) {
     out->findings.push_back(Make(cls, "BMP: " + m, off));
   };
-  if (n < dib_at + 16) return bad("truncated", "file ends inside the info header", n);
+  if (n < dib_at + 16) return bad(FindingCode::kTruncated, "file ends inside the info header", n);
   uint32_t hs = Le32(data + dib_at);
   if (hs != 12 && hs != 40 && hs != 52 && hs != 56 && hs != 64 && hs != 108 && hs != 124)
-    return bad("corrupt", "info header size " + std::to_string(hs) + " is not a known version", dib_at);
-  if (n < dib_at + hs) return bad("truncated", "file ends inside the info header", n);
+    return bad(FindingCode::kCorrupt, "info header size " + std::to_string(hs) + " is not a known version", dib_at);
+  if (n < dib_at + hs) return bad(FindingCode::kTruncated, "file ends inside the info header", n);
   int64_t w, h;
   uint16_t planes, bpp;
   uint32_t comp = 0, clr_used = 0;
@@ -562,63 +562,63 @@ void CheckDib(const uint8_t* data, size_t n, size_t dib_at, uint64_t pixel_at, b
   out->info.width = w;
   out->info.height = h < 0 ? -h : h;
   out->info.bit_depth = bpp;
-  if (planes != 1) return bad("corrupt", "planes is " + std::to_string(planes) + ", must be 1", dib_at + 12);
+  if (planes != 1) return bad(FindingCode::kCorrupt, "planes is " + std::to_string(planes) + ", must be 1", dib_at + 12);
   if (bpp != 1 && bpp != 2 && bpp != 4 && bpp != 8 && bpp != 16 && bpp != 24 && bpp != 32 && bpp != 64)
-    return bad("corrupt", "bit count " + std::to_string(bpp) + " is invalid", dib_at + 14);
-  if (w <= 0 || h == 0) return bad("corrupt", "width/height " + std::to_string(w) + "x" + std::to_string(h) + " is invalid", dib_at + 4);
+    return bad(FindingCode::kCorrupt, "bit count " + std::to_string(bpp) + " is invalid", dib_at + 14);
+  if (w <= 0 || h == 0) return bad(FindingCode::kCorrupt, "width/height " + std::to_string(w) + "x" + std::to_string(h) + " is invalid", dib_at + 4);
   if ((comp == 1 || comp == 2) && h < 0)
-    return bad("corrupt", "RLE bitmaps cannot be top-down (negative height)", dib_at + 8);
+    return bad(FindingCode::kCorrupt, "RLE bitmaps cannot be top-down (negative height)", dib_at + 8);
   if ((comp == 1 && bpp != 8) || (comp == 2 && bpp != 4))
-    return bad("corrupt", "RLE compression " + std::to_string(comp) + " with bit count " + std::to_string(bpp), dib_at + 16);
+    return bad(FindingCode::kCorrupt, "RLE compression " + std::to_string(comp) + " with bit count " + std::to_string(bpp), dib_at + 16);
   if (comp > 6 && comp != 11 && comp != 12 && comp != 13)
-    return bad("unsupported-variant", "compression " + std::to_string(comp), dib_at + 16);
+    return bad(FindingCode::kUnsupportedVariant, "compression " + std::to_string(comp), dib_at + 16);
   if (bpp <= 8 && clr_used > (1u << bpp))
-    return bad("corrupt", "palette of " + std::to_string(clr_used) + " colours for " + std::to_string(bpp) + "-bit pixels", dib_at + 32);
+    return bad(FindingCode::kCorrupt, "palette of " + std::to_string(clr_used) + " colours for " + std::to_string(bpp) + "-bit pixels", dib_at + 32);
   if (out->info.width * out->info.height > kMaxPixels)
-    return bad("unsupported-variant", "image too large (" + std::to_string(w) + "x" + std::to_string(h) + ")", dib_at + 4);
+    return bad(FindingCode::kUnsupportedVariant, "image too large (" + std::to_string(w) + "x" + std::to_string(h) + ")", dib_at + 4);
   if (comp == 0 || comp == 3 || comp == 6) {
     uint64_t stride = ((static_cast<uint64_t>(w) * bpp + 31) / 32) * 4;
     uint64_t need = pixel_at + stride * static_cast<uint64_t>(out->info.height);
     if (need > n)
-      return bad("truncated", "pixel data needs " + std::to_string(need) + " bytes, file has " + std::to_string(n), n);
+      return bad(FindingCode::kTruncated, "pixel data needs " + std::to_string(need) + " bytes, file has " + std::to_string(n), n);
   } else if (comp == 1 || comp == 2) {
     // Walk the RLE stream: every run must stay inside the image.
     uint64_t p = pixel_at;
     int64_t x = 0, y = 0;
     const int64_t H = out->info.height;
     while (true) {
-      if (p + 2 > n) return bad("truncated", "RLE data ends before end-of-bitmap", n);
+      if (p + 2 > n) return bad(FindingCode::kTruncated, "RLE data ends before end-of-bitmap", n);
       uint8_t a = data[p], b = data[p + 1];
       p += 2;
       if (a > 0) { x += a; }
       else if (b == 0) { x = 0; ++y; }
       else if (b == 1) break;
-      else if (b == 2) { if (p + 2 > n) return bad("truncated", "RLE delta cut off", n); x += data[p]; y += data[p + 1]; p += 2; }
+      else if (b == 2) { if (p + 2 > n) return bad(FindingCode::kTruncated, "RLE delta cut off", n); x += data[p]; y += data[p + 1]; p += 2; }
       else { uint64_t bytes = comp == 1 ? b : (b + 1) / 2; p += (bytes + 1) & ~uint64_t{1}; x += b; }
-      if (x > w || y > H) return bad("corrupt", "RLE run writes outside the image", static_cast<int64_t>(p));
+      if (x > w || y > H) return bad(FindingCode::kCorrupt, "RLE run writes outside the image", static_cast<int64_t>(p));
     }
   }
   if (!in_ico) out->info.decoded = true;
 }
 
 void CheckBmp(const uint8_t* data, size_t n, ImageCheck* out) {
-  if (n < 26) { out->findings.push_back(Make("truncated", "BMP: file ends inside the file header", n)); return; }
+  if (n < 26) { out->findings.push_back(Make(FindingCode::kTruncated, "BMP: file ends inside the file header", n)); return; }
   uint32_t file_size = Le32(data + 2), off = Le32(data + 10);
   size_t before = out->findings.size();
-  if (off >= n) { out->findings.push_back(Make("truncated", "BMP: pixel data offset " + std::to_string(off) + " is past the end of the file (" + std::to_string(n) + " bytes)", 10)); return; }
+  if (off >= n) { out->findings.push_back(Make(FindingCode::kTruncated, "BMP: pixel data offset " + std::to_string(off) + " is past the end of the file (" + std::to_string(n) + " bytes)", 10)); return; }
   CheckDib(data, n, 14, off, false, out);
   if (out->findings.size() == before && file_size != n && file_size != 0)
-    out->findings.push_back(Make("decoder-warning", "BMP: header says file size " + std::to_string(file_size) + ", actual " + std::to_string(n), 2, Severity::kWarning));
+    out->findings.push_back(Make(FindingCode::kDecoderWarning, "BMP: header says file size " + std::to_string(file_size) + ", actual " + std::to_string(n), 2, Severity::kWarning));
 }
 
 void CheckIco(const uint8_t* data, size_t n, ImageCheck* out) {
   uint16_t count = Le16(data + 4);
-  if (n < 6 + 16ull * count) { out->findings.push_back(Make("truncated", "ICO: directory of " + std::to_string(count) + " entries is cut off", n)); return; }
+  if (n < 6 + 16ull * count) { out->findings.push_back(Make(FindingCode::kTruncated, "ICO: directory of " + std::to_string(count) + " entries is cut off", n)); return; }
   for (int i = 0; i < count; ++i) {
     const uint8_t* e = data + 6 + 16 * i;
     uint32_t size = Le32(e + 8), off = Le32(e + 12);
     if (static_cast<uint64_t>(off) + size > n) {
-      out->findings.push_back(Make("truncated", "ICO: entry " + std::to_string(i) + " (" + std::to_string(size) + " bytes at " + std::to_string(off) + ") runs past the end", 6 + 16 * i));
+      out->findings.push_back(Make(FindingCode::kTruncated, "ICO: entry " + std::to_string(i) + " (" + std::to_string(size) + " bytes at " + std::to_string(off) + ") runs past the end", 6 + 16 * i));
       return;
     }
     const uint8_t* img = data + off;
@@ -630,7 +630,7 @@ void CheckIco(const uint8_t* data, size_t n, ImageCheck* out) {
     } else {
       ImageCheck sub;
       CheckDib(img, size, 0, Le32(img) , true, &sub);  // pixel check skipped for palettes
-      for (Finding& f : sub.findings) { if (f.code == "truncated" && f.message.find("pixel data") != std::string::npos) continue; f.message = "ICO entry " + std::to_string(i) + ": " + f.message; if (f.offset >= 0) f.offset += off; out->findings.push_back(f); }
+      for (Finding& f : sub.findings) { if (f.code == FindingCode::kTruncated && f.message.find("pixel data") != std::string::npos) continue; f.message = "ICO entry " + std::to_string(i) + ": " + f.message; if (f.offset >= 0) f.offset += off; out->findings.push_back(f); }
       if (i == 0) out->info = sub.info;
     }
   }
@@ -659,20 +659,20 @@ void CheckPnm(const uint8_t* data, size_t n, ImageCheck* out) {
   };
   int64_t w, h, maxv = 1;
   char kind = static_cast<char>(data[1]);
-  if (kind == '7') { out->findings.push_back(Make("no-decoder", "PAM (P7) is not checked", -1, Severity::kInfo)); return; }
+  if (kind == '7') { out->findings.push_back(Make(FindingCode::kNoDecoder, "PAM (P7) is not checked", -1, Severity::kInfo)); return; }
   if (!next(&w) || !next(&h) || (kind != '1' && kind != '4' && !next(&maxv))) {
-    out->findings.push_back(Make(p >= n ? "truncated" : "corrupt", "PNM: header is incomplete", p));
+    out->findings.push_back(Make(p >= n ? FindingCode::kTruncated : FindingCode::kCorrupt, "PNM: header is incomplete", p));
     return;
   }
   out->info.width = w; out->info.height = h;
   if (w <= 0 || h <= 0 || maxv <= 0 || maxv > 65535) {
-    out->findings.push_back(Make("corrupt", "PNM: size " + std::to_string(w) + "x" + std::to_string(h) + " / maxval " + std::to_string(maxv) + " is invalid", 3));
+    out->findings.push_back(Make(FindingCode::kCorrupt, "PNM: size " + std::to_string(w) + "x" + std::to_string(h) + " / maxval " + std::to_string(maxv) + " is invalid", 3));
     return;
   }
   if (kind >= '4') {
     int ch = kind == '6' ? 3 : 1;
     uint64_t row = kind == '4' ? (w + 7) / 8 : w * ch * (maxv > 255 ? 2 : 1);
-    if (p + 1 + row * h > n) { out->findings.push_back(Make("truncated", "PNM: pixel data needs " + std::to_string(p + 1 + row * h) + " bytes, file has " + std::to_string(n), n)); return; }
+    if (p + 1 + row * h > n) { out->findings.push_back(Make(FindingCode::kTruncated, "PNM: pixel data needs " + std::to_string(p + 1 + row * h) + " bytes, file has " + std::to_string(n), n)); return; }
   }
   out->info.decoded = true;
 }
@@ -686,17 +686,17 @@ void JpegStructureFindings(const uint8_t* data, size_t n, ImageCheck* out) {
   // After a corrupt-data error the walk could be misled by the same damage (a bogus length running
   // past the end reads as a cut); it only adds to decoders that gave up for other reasons.
   for (const Finding& f : out->findings)
-    if (f.code == "truncated" || f.code == "corrupt") return;
+    if (f.code == FindingCode::kTruncated || f.code == FindingCode::kCorrupt) return;
   int64_t end = 0;
   std::string why = JpegStructureEnd(data, n, &end);
-  if (!why.empty() && why.rfind("no SOI", 0) != 0) out->findings.push_back(Make("truncated", "JPEG: " + why, end));
+  if (!why.empty() && why.rfind("no SOI", 0) != 0) out->findings.push_back(Make(FindingCode::kTruncated, "JPEG: " + why, end));
 }
 
 // After libpng reported damage: the offset where it lies, from the chunk CRCs and a zlib replay of
 // the IDAT stream, and every other damaged chunk (libpng stops at the first).
 void PngDamageFindings(const uint8_t* data, size_t n, ImageCheck* out) {
   bool damaged = false;
-  for (const Finding& f : out->findings) damaged |= f.code == "corrupt" || f.code == "truncated";
+  for (const Finding& f : out->findings) damaged |= f.code == FindingCode::kCorrupt || f.code == FindingCode::kTruncated;
   if (!damaged) return;
   const std::vector<PngChunk> chunks = PngChunks(data, n);
   std::string zmsg;
@@ -709,8 +709,8 @@ void PngDamageFindings(const uint8_t* data, size_t n, ImageCheck* out) {
   std::vector<size_t> reported;  // chunk offsets already named
   bool have_truncated = false;
   for (Finding& f : out->findings) {
-    have_truncated |= f.code == "truncated";
-    if (f.code != "corrupt") continue;
+    have_truncated |= f.code == FindingCode::kTruncated;
+    if (f.code != FindingCode::kCorrupt) continue;
     if (f.message.find("CRC") != std::string::npos) {
       // libpng checks a CRC after reading the whole chunk: name the chunk, not where reading stopped.
       for (const PngChunk& c : chunks) {
@@ -755,14 +755,14 @@ void PngDamageFindings(const uint8_t* data, size_t n, ImageCheck* out) {
     for (size_t r : reported) named |= r == c.offset;
     if (named) continue;
     if (c.complete && !c.crc_ok)
-      out->findings.push_back(Make("corrupt", "PNG: chunk " + c.type + " at byte " + std::to_string(c.offset) +
+      out->findings.push_back(Make(FindingCode::kCorrupt, "PNG: chunk " + c.type + " at byte " + std::to_string(c.offset) +
                                    ": CRC mismatch (every chunk's CRC is checked here; the decoder stopped before reaching this one)",
                                    static_cast<int64_t>(c.offset)));
     bool letters = c.type.size() == 4;
     for (char ch : c.type) letters &= (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z');
     // A damaged length field also runs past the end: only a well-formed chunk header counts as a cut.
     if (!c.complete && !have_truncated && letters && c.length < 0x80000000u)
-      out->findings.push_back(Make("truncated", "PNG: the file ends inside chunk " + c.type + " at byte " +
+      out->findings.push_back(Make(FindingCode::kTruncated, "PNG: the file ends inside chunk " + c.type + " at byte " +
                                    std::to_string(c.offset) + " (" + std::to_string(c.length) + " data bytes)",
                                    static_cast<int64_t>(n)));
   }
@@ -772,7 +772,7 @@ ImageCheck CheckImage(Format format, const uint8_t* data, size_t n) {
   ImageCheck out;
   out.info.format = format;
   if (n == 0) {
-    out.findings.push_back(Make("empty", "file is empty (0 bytes)", 0));
+    out.findings.push_back(Make(FindingCode::kEmpty, "file is empty (0 bytes)", 0));
     return out;
   }
   switch (format) {
@@ -788,15 +788,15 @@ ImageCheck CheckImage(Format format, const uint8_t* data, size_t n) {
     case Format::kGif: DecodeGif(data, n, &out); break;
     case Format::kTiff: DecodeTiff(data, n, &out); break;
     case Format::kBmp: CheckBmp(data, n, &out); break;
-    case Format::kIco: if (n < 6) out.findings.push_back(Make("truncated", "ICO header cut off", n)); else CheckIco(data, n, &out); break;
+    case Format::kIco: if (n < 6) out.findings.push_back(Make(FindingCode::kTruncated, "ICO header cut off", n)); else CheckIco(data, n, &out); break;
     case Format::kPnm: CheckPnm(data, n, &out); break;
     case Format::kHeif: case Format::kAvif:
-      out.findings.push_back(Make("no-decoder", std::string(FormatName(format)) +
+      out.findings.push_back(Make(FindingCode::kNoDecoder, std::string(FormatName(format)) +
                                   ": no decoder in this build; only the container signature was checked",
                                   -1, Severity::kInfo));
       break;
     default:
-      out.findings.push_back(Make("not-an-image", "not an image format", 0));
+      out.findings.push_back(Make(FindingCode::kNotAnImage, "not an image format", 0));
   }
   out.info.format = format;
   return out;

@@ -18,7 +18,7 @@ bool HasError(const ImageCheck& c) {
   for (const auto& f : c.findings) if (f.severity == Severity::kError) return true;
   return false;
 }
-bool Has(const ImageCheck& c, const std::string& code) {
+bool Has(const ImageCheck& c, FindingCode code) {
   for (const auto& f : c.findings) if (f.code == code) return true;
   return false;
 }
@@ -48,24 +48,24 @@ TEST(ImageCheck, PngSuiteBrokenFlaggedValidPass) {
 }
 
 TEST(ImageCheck, PillowTruncatedAndBrokenClasses) {
-  struct Case { const char* file; const char* code; };
+  struct Case { const char* file; FindingCode code; };
   const Case cases[] = {
-      {"images/pillow/truncated_jpeg.jpg", "truncated"},
-      {"images/pillow/truncated_image.png", "truncated"},
-      {"images/pillow/truncated_end_chunk.png", "truncated"},
-      {"images/pillow/broken.png", "corrupt"},
-      {"images/pillow/broken_data_stream.png", "corrupt"},
-      {"images/pillow/junk_jpeg_header.jpg", "corrupt"},
-      {"images/pillow/bmp-bad/shortfile.bmp", "truncated"},
-      {"images/pillow/bmp-bad/badplanes.bmp", "corrupt"},
-      {"images/pillow/bmp-bad/badrle.bmp", "corrupt"},
+      {"images/pillow/truncated_jpeg.jpg", FindingCode::kTruncated},
+      {"images/pillow/truncated_image.png", FindingCode::kTruncated},
+      {"images/pillow/truncated_end_chunk.png", FindingCode::kTruncated},
+      {"images/pillow/broken.png", FindingCode::kCorrupt},
+      {"images/pillow/broken_data_stream.png", FindingCode::kCorrupt},
+      {"images/pillow/junk_jpeg_header.jpg", FindingCode::kCorrupt},
+      {"images/pillow/bmp-bad/shortfile.bmp", FindingCode::kTruncated},
+      {"images/pillow/bmp-bad/badplanes.bmp", FindingCode::kCorrupt},
+      {"images/pillow/bmp-bad/badrle.bmp", FindingCode::kCorrupt},
   };
   for (const Case& k : cases) {
     auto b = ReadBytes(Testdata(k.file));
     ASSERT_FALSE(b.empty()) << k.file;
     ImageCheck c = CheckBytes(b, FormatFromExtension(k.file));
     EXPECT_TRUE(Has(c, k.code)) << k.file << " should be " << k.code
-                                << (c.findings.empty() ? " (no findings)" : ", got " + c.findings[0].code);
+                                << (c.findings.empty() ? " (no findings)" : ", got " + std::string(FindingCodeName(c.findings[0].code)));
   }
   // The truncated JPEG: libjpeg "succeeds", the warning is what tells; offset = end of file.
   auto b = ReadBytes(Testdata("images/pillow/truncated_jpeg.jpg"));
@@ -95,7 +95,7 @@ TEST(ImageCheck, ArithmeticAnd12BitAgainstProfile) {
   auto m12 = ReadBytes(Testdata("images/libjpeg-turbo/monkey12.jpg"));
   ImageCheck m = CheckImage(Format::kJpeg, m12.data(), m12.size());
   EXPECT_EQ(m.info.bit_depth, 12);
-  EXPECT_TRUE(m.info.decoded || Has(m, "unsupported-variant"));
+  EXPECT_TRUE(m.info.decoded || Has(m, FindingCode::kUnsupportedVariant));
 
   HwDecoder hw;
   hw.target = "test-npu";
@@ -118,20 +118,20 @@ TEST(ImageCheck, ArithmeticAnd12BitAgainstProfile) {
 TEST(ImageCheck, DamagedCopiesMadeHere) {
   auto jpg = ReadBytes(Testdata("images/pillow/hopper.jpg"));
   std::vector<uint8_t> half(jpg.begin(), jpg.begin() + jpg.size() / 2);
-  EXPECT_TRUE(Has(CheckImage(Format::kJpeg, half.data(), half.size()), "truncated"));
+  EXPECT_TRUE(Has(CheckImage(Format::kJpeg, half.data(), half.size()), FindingCode::kTruncated));
   auto png = ReadBytes(Testdata("images/pillow/hopper.png"));
   std::vector<uint8_t> cut(png.begin(), png.begin() + png.size() / 2);
-  EXPECT_TRUE(Has(CheckImage(Format::kPng, cut.data(), cut.size()), "truncated"));
+  EXPECT_TRUE(Has(CheckImage(Format::kPng, cut.data(), cut.size()), FindingCode::kTruncated));
   std::vector<uint8_t> flip = png;
   flip[flip.size() / 2] ^= 0x55;  // inside IDAT: CRC error
-  EXPECT_TRUE(Has(CheckImage(Format::kPng, flip.data(), flip.size()), "corrupt"));
+  EXPECT_TRUE(Has(CheckImage(Format::kPng, flip.data(), flip.size()), FindingCode::kCorrupt));
   auto gif = ReadBytes(Testdata("images/pillow/hopper.gif"));
   std::vector<uint8_t> gcut(gif.begin(), gif.begin() + gif.size() / 2);
-  EXPECT_TRUE(Has(CheckImage(Format::kGif, gcut.data(), gcut.size()), "truncated"));
+  EXPECT_TRUE(Has(CheckImage(Format::kGif, gcut.data(), gcut.size()), FindingCode::kTruncated));
   auto webp = ReadBytes(Testdata("images/pillow/hopper.webp"));
   std::vector<uint8_t> wcut(webp.begin(), webp.begin() + webp.size() / 2);
-  EXPECT_TRUE(Has(CheckImage(Format::kWebp, wcut.data(), wcut.size()), "truncated"));
-  EXPECT_TRUE(Has(CheckImage(Format::kJpeg, nullptr, 0), "empty"));
+  EXPECT_TRUE(Has(CheckImage(Format::kWebp, wcut.data(), wcut.size()), FindingCode::kTruncated));
+  EXPECT_TRUE(Has(CheckImage(Format::kJpeg, nullptr, 0), FindingCode::kEmpty));
   // Baseline files are entropy-decoded by skipping scanlines, progressive ones into coefficients:
   // a cut anywhere in the scan data, up to dropping only the EOI marker (the last iMCU row, which
   // the skip path reads for real), is truncation on both paths.
@@ -142,7 +142,7 @@ TEST(ImageCheck, DamagedCopiesMadeHere) {
     EXPECT_FALSE(HasError(whole)) << f;
     for (size_t n : {full.size() * 3 / 10, full.size() * 7 / 10, full.size() * 97 / 100, full.size() - 2}) {
       ImageCheck c = CheckImage(Format::kJpeg, full.data(), n);
-      EXPECT_TRUE(Has(c, "truncated")) << f << " cut at " << n << " of " << full.size();
+      EXPECT_TRUE(Has(c, FindingCode::kTruncated)) << f << " cut at " << n << " of " << full.size();
     }
   }
   // Every prefix length of a small file: no crash, always a finding (ASan run covers memory safety).
@@ -190,7 +190,7 @@ TEST(Profile, NamedTargetFromTargetsDir) {
 }
 
 
-const Finding* Find(const ImageCheck& c, const std::string& code, const std::string& text = "") {
+const Finding* Find(const ImageCheck& c, FindingCode code, const std::string& text = "") {
   for (const auto& f : c.findings)
     if (f.code == code && f.message.find(text) != std::string::npos) return &f;
   return nullptr;
@@ -202,15 +202,15 @@ TEST(Image, TruncatedTwelveBitJpegGetsBothFindings) {
   auto m12 = ReadBytes(Testdata("images/libjpeg-turbo/monkey12.jpg"));
   std::vector<uint8_t> cut(m12.begin(), m12.begin() + m12.size() * 7 / 10);
   ImageCheck c = CheckImage(Format::kJpeg, cut.data(), cut.size());
-  const Finding* t = Find(c, "truncated");
+  const Finding* t = Find(c, FindingCode::kTruncated);
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->offset, static_cast<int64_t>(cut.size()));
   if (!c.info.decoded) {
-    EXPECT_NE(Find(c, "unsupported-variant"), nullptr);
+    EXPECT_NE(Find(c, FindingCode::kUnsupportedVariant), nullptr);
   }
   // The whole file is not called truncated.
   ImageCheck whole = CheckImage(Format::kJpeg, m12.data(), m12.size());
-  EXPECT_EQ(Find(whole, "truncated"), nullptr);
+  EXPECT_EQ(Find(whole, FindingCode::kTruncated), nullptr);
 }
 
 // Offsets where the decoder detected the damage (docs/doctor.md, per format).
@@ -222,7 +222,7 @@ TEST(Image, DamageOffsets) {
   const size_t eoi = e.size() - 2;
   e.insert(e.begin() + static_cast<std::ptrdiff_t>(eoi), {1, 2, 3, 4, 5});
   ImageCheck je = CheckImage(Format::kJpeg, e.data(), e.size());
-  const Finding* x = Find(je, "corrupt", "extraneous bytes");
+  const Finding* x = Find(je, FindingCode::kCorrupt, "extraneous bytes");
   ASSERT_NE(x, nullptr);
   EXPECT_GE(x->offset, static_cast<int64_t>(eoi));
   EXPECT_LE(x->offset, static_cast<int64_t>(eoi) + 1);
@@ -237,7 +237,7 @@ TEST(Image, DamageOffsets) {
   f1[flip1] ^= 0x55;
   ImageCheck c1 = CheckImage(Format::kPng, f1.data(), f1.size());
   ASSERT_FALSE(c1.findings.empty());
-  EXPECT_EQ(c1.findings[0].code, "corrupt");
+  EXPECT_EQ(c1.findings[0].code, FindingCode::kCorrupt);
   EXPECT_GE(c1.findings[0].offset, static_cast<int64_t>(flip1));
   EXPECT_LT(c1.findings[0].offset, static_cast<int64_t>(flip1) + 64) << c1.findings[0].message;
   // A flip that inflates but yields a bad filter byte: the row and the byte it was inflated from.
@@ -245,7 +245,7 @@ TEST(Image, DamageOffsets) {
   const size_t flip2 = p.size() / 2;
   f2[flip2] ^= 0x55;
   ImageCheck c2 = CheckImage(Format::kPng, f2.data(), f2.size());
-  const Finding* bf = Find(c2, "corrupt", "filter");
+  const Finding* bf = Find(c2, FindingCode::kCorrupt, "filter");
   ASSERT_NE(bf, nullptr);
   EXPECT_NE(bf->message.find("row "), std::string::npos) << bf->message;
   EXPECT_GE(bf->offset, static_cast<int64_t>(flip2));
@@ -254,14 +254,14 @@ TEST(Image, DamageOffsets) {
   // Independent damage after where libpng stopped: a bad IEND CRC is its own finding.
   f2[f2.size() - 1] ^= 1;
   ImageCheck c3 = CheckImage(Format::kPng, f2.data(), f2.size());
-  const Finding* iend = Find(c3, "corrupt", "chunk IEND");
+  const Finding* iend = Find(c3, FindingCode::kCorrupt, "chunk IEND");
   ASSERT_NE(iend, nullptr);
   EXPECT_EQ(iend->offset, static_cast<int64_t>(chunks.back().offset));
   // A CRC error libpng reports itself (an ancillary chunk) names the chunk, not where reading stopped.
   auto f4 = p;
   f4[chunks[1].offset + 9] ^= 1;  // gAMA data
   ImageCheck c4 = CheckImage(Format::kPng, f4.data(), f4.size());
-  const Finding* crc = Find(c4, "corrupt", "CRC");
+  const Finding* crc = Find(c4, FindingCode::kCorrupt, "CRC");
   ASSERT_NE(crc, nullptr);
   EXPECT_EQ(crc->offset, static_cast<int64_t>(chunks[1].offset)) << crc->message;
 }

@@ -176,7 +176,7 @@ struct Walker {
   std::set<std::string> present_digests;      // digests whose blob exists and matches
   std::vector<std::pair<std::string, std::string>> pending_subjects;
 
-  void Add(const std::string& code, Severity sev, const std::string& where, std::string msg) {
+  void Add(FindingCode code, Severity sev, const std::string& where, std::string msg) {
     Finding f;
     f.code = code;
     f.severity = sev;
@@ -192,28 +192,28 @@ struct Walker {
     for (const char* k : {"mediaType", "digest", "size"})
       if (!d.is_object() || !d.contains(k) || d[k].is_null()) missing += std::string(missing.empty() ? "" : ", ") + k;
     if (!missing.empty()) {
-      Add("manifest-invalid", Severity::kError, where, "descriptor lacks " + missing);
+      Add(FindingCode::kManifestInvalid, Severity::kError, where, "descriptor lacks " + missing);
       return false;
     }
     if (!d["mediaType"].is_string() || !d["digest"].is_string() || !d["size"].is_number_integer()) {
-      Add("manifest-invalid", Severity::kError, where, TypeError(d, kDescriptorFields, "descriptor") + kGoRejects);
+      Add(FindingCode::kManifestInvalid, Severity::kError, where, TypeError(d, kDescriptorFields, "descriptor") + kGoRejects);
       return false;
     }
     const std::string mt = d["mediaType"], dg = d["digest"];
     const int64_t size = d["size"].get<int64_t>();
     if (!MediaTypeSyntaxOk(mt))
-      Add("unknown-media-type", Severity::kWarning, where, "media type '" + mt + "' is not type/subtype (RFC 6838)");
+      Add(FindingCode::kUnknownMediaType, Severity::kWarning, where, "media type '" + mt + "' is not type/subtype (RFC 6838)");
     else if (!any_type && !kKnownTypes.count(mt) && mt.rfind("application/vnd.", 0) != 0)
-      Add("unknown-media-type", Severity::kWarning, where, "media type '" + mt + "' is not a registered OCI/Docker type");
+      Add(FindingCode::kUnknownMediaType, Severity::kWarning, where, "media type '" + mt + "' is not a registered OCI/Docker type");
     else if (!any_type && !kKnownTypes.count(mt))
-      Add("unknown-media-type", Severity::kInfo, where, "vendor media type '" + mt + "'");
+      Add(FindingCode::kUnknownMediaType, Severity::kInfo, where, "vendor media type '" + mt + "'");
     if (dg.find('/') != std::string::npos || dg.find("..") != std::string::npos || dg.find('\\') != std::string::npos) {
-      Add("digest-path-traversal", Severity::kError, where, "digest '" + dg + "' would escape blobs/ (path traversal); not opened");
+      Add(FindingCode::kDigestPathTraversal, Severity::kError, where, "digest '" + dg + "' would escape blobs/ (path traversal); not opened");
       return false;
     }
     static const std::regex kSha256("^sha256:[a-f0-9]{64}$"), kSha512("^sha512:[a-f0-9]{128}$");
     if (!std::regex_match(dg, kSha256) && !std::regex_match(dg, kSha512)) {
-      Add("digest-invalid", Severity::kError, where, "digest '" + dg + "' is not algorithm:lowercase-hex");
+      Add(FindingCode::kDigestInvalid, Severity::kError, where, "digest '" + dg + "' is not algorithm:lowercase-hex");
       return false;
     }
     const std::string alg = dg.substr(0, dg.find(':')), hex = dg.substr(dg.find(':') + 1);
@@ -222,7 +222,7 @@ struct Walker {
     const fs::path p = dir / "blobs" / alg / hex;
     if (std::string why = FileProblem(p); !why.empty()) {
       const bool loop = why.find("loop") != std::string::npos;
-      Add(loop ? "symlink-loop" : "blob-missing", Severity::kError, rel,
+      Add(loop ? FindingCode::kSymlinkLoop : FindingCode::kBlobMissing, Severity::kError, rel,
           "blob for " + dg + " (" + mt + ") " + (loop ? why : "is not in the layout (" + why + ")"));
       return false;
     }
@@ -230,11 +230,11 @@ struct Walker {
     std::error_code ec;
     const uint64_t actual = fs::file_size(p, ec);
     if (ec || static_cast<int64_t>(actual) != size)
-      Add("size-mismatch", Severity::kError, rel, "descriptor size " + std::to_string(size) + ", blob has " + std::to_string(actual));
+      Add(FindingCode::kSizeMismatch, Severity::kError, rel, "descriptor size " + std::to_string(size) + ", blob has " + std::to_string(actual));
     if (alg == "sha256") {
       auto h = Sha256File(p.string());
       if (!h.ok() || h.value() != hex) {
-        Add("digest-mismatch", Severity::kError, rel, "content SHA-256 " + (h.ok() ? h.value() : "unreadable") +
+        Add(FindingCode::kDigestMismatch, Severity::kError, rel, "content SHA-256 " + (h.ok() ? h.value() : "unreadable") +
             " does not match its digest (corrupted in transfer)");
         return false;
       }
@@ -255,7 +255,7 @@ struct Walker {
     if (!IsIndexType(mt) && !IsManifestType(mt)) {
       if (plat.empty()) return true;  // an artifact blob referenced from an index: checked as a blob only
       // containerd resolves a platform only through manifest/index media types: it skips this entry.
-      Add("unknown-media-type", Severity::kError, where,
+      Add(FindingCode::kUnknownMediaType, Severity::kError, where,
           "entry for platform " + plat + " has media type '" + mt + "', neither an image manifest nor an index: "
           "clients skip it, so the platform cannot be pulled; nothing under it was checked");
       return false;
@@ -263,15 +263,15 @@ struct Walker {
     json m;
     std::string why;
     if (!ParseGoJson(body, &m, &why)) {
-      Add("manifest-invalid", Severity::kError, rel, mt + " " + why);
+      Add(FindingCode::kManifestInvalid, Severity::kError, rel, mt + " " + why);
       return false;
     }
     if (std::string e = TypeError(m, IsIndexType(mt) ? kIndexFields : kManifestFields, ""); !e.empty()) {
-      Add("manifest-invalid", Severity::kError, rel, e + kGoRejects);
+      Add(FindingCode::kManifestInvalid, Severity::kError, rel, e + kGoRejects);
       return false;
     }
     if (m.contains("mediaType") && m["mediaType"].is_string() && m["mediaType"] != mt) {
-      Add("manifest-invalid", Severity::kError, rel, "its mediaType '" + m["mediaType"].get<std::string>() +
+      Add(FindingCode::kManifestInvalid, Severity::kError, rel, "its mediaType '" + m["mediaType"].get<std::string>() +
           "' differs from the descriptor's '" + mt + "'");
       return false;
     }
@@ -281,30 +281,30 @@ struct Walker {
       if (s.contains("digest") && s["digest"].is_string()) pending_subjects.push_back({rel, s["digest"]});
     }
     if (IsIndexType(mt)) {
-      if (depth > 8) { Add("manifest-invalid", Severity::kError, rel, "index nesting deeper than 8"); return false; }
+      if (depth > 8) { Add(FindingCode::kManifestInvalid, Severity::kError, rel, "index nesting deeper than 8"); return false; }
       return Index(m, rel, depth + 1);
     }
     ++rep.manifests;
     bool ok = true;
     // Types are checked, but null is allowed (Go's zero value), which .value() would throw on.
     if (!m.contains("schemaVersion") || !m["schemaVersion"].is_number_integer() || m["schemaVersion"] != 2)
-      Add("manifest-invalid", Severity::kWarning, rel, "schemaVersion is not 2 (image-spec requires 2; containerd does not check it)");
+      Add(FindingCode::kManifestInvalid, Severity::kWarning, rel, "schemaVersion is not 2 (image-spec requires 2; containerd does not check it)");
     // An artifact (image-spec 1.1: artifactType, or a config that is not an image config) may carry
     // config and layers of any media type.
     const bool artifact = m.contains("artifactType") ||
                           (m.contains("config") && m["config"].is_object() && !kImageConfigTypes.count(Str(m["config"], "mediaType", "")));
-    if (!m.contains("config") || !m["config"].is_object()) { Add("manifest-invalid", Severity::kError, rel, "image manifest has no config"); ok = false; }
+    if (!m.contains("config") || !m["config"].is_object()) { Add(FindingCode::kManifestInvalid, Severity::kError, rel, "image manifest has no config"); ok = false; }
     else {
       const std::string cmt = Str(m["config"], "mediaType", "");
       const bool want_json = cmt.size() >= 4 && cmt.compare(cmt.size() - 4, 4, "json") == 0;
       std::string cfg;
       if (!Descriptor(m["config"], rel + " config", want_json, &cfg, artifact)) ok = false;
       else if (want_json && json::parse(cfg, nullptr, false).is_discarded()) {
-        Add("manifest-invalid", Severity::kError, rel, "config blob is not JSON"); ok = false;
+        Add(FindingCode::kManifestInvalid, Severity::kError, rel, "config blob is not JSON"); ok = false;
       }
     }
     if (!m.contains("layers") || !m["layers"].is_array()) {
-      if (!artifact) { Add("manifest-invalid", Severity::kError, rel, "image manifest has no layers array"); ok = false; }
+      if (!artifact) { Add(FindingCode::kManifestInvalid, Severity::kError, rel, "image manifest has no layers array"); ok = false; }
     } else {
       int i = 0;
       for (const auto& l : m["layers"]) {
@@ -318,11 +318,11 @@ struct Walker {
 
   bool Index(const json& idx, const std::string& where, int depth) {
     if (!idx.contains("manifests") || !idx["manifests"].is_array()) {
-      Add("index-invalid", Severity::kError, where, "image index has no manifests array");
+      Add(FindingCode::kIndexInvalid, Severity::kError, where, "image index has no manifests array");
       return false;
     }
     if (!idx.contains("schemaVersion") || !idx["schemaVersion"].is_number_integer() || idx["schemaVersion"] != 2)
-      Add("index-invalid", Severity::kError, where, "schemaVersion is not 2");
+      Add(FindingCode::kIndexInvalid, Severity::kError, where, "schemaVersion is not 2");
     bool all = true;
     int i = 0;
     for (const auto& d : idx["manifests"]) {
@@ -339,8 +339,8 @@ struct Walker {
         if (!ok) {
           std::string why = "error";
           for (size_t k = before; k < rep.findings.size(); ++k)
-            if (rep.findings[k].severity == Severity::kError) { why = rep.findings[k].code; break; }
-          Add("platform-incomplete", Severity::kError, where, "platform " + plat + " cannot be pulled offline (" + why + ")");
+            if (rep.findings[k].severity == Severity::kError) { why = FindingCodeName(rep.findings[k].code); break; }
+          Add(FindingCode::kPlatformIncomplete, Severity::kError, where, "platform " + plat + " cannot be pulled offline (" + why + ")");
         }
       }
       all &= ok;
@@ -354,51 +354,51 @@ struct Walker {
     json j;
     std::string why;
     if (std::string p = FileProblem(dir / "oci-layout"); !p.empty()) {
-      if (p.find("loop") != std::string::npos) Add("symlink-loop", Severity::kError, "oci-layout", "oci-layout " + p);
-      else Add("oci-layout-missing", Severity::kError, "oci-layout", "no oci-layout file: this is not an OCI image layout (engines refuse it)");
+      if (p.find("loop") != std::string::npos) Add(FindingCode::kSymlinkLoop, Severity::kError, "oci-layout", "oci-layout " + p);
+      else Add(FindingCode::kOciLayoutMissing, Severity::kError, "oci-layout", "no oci-layout file: this is not an OCI image layout (engines refuse it)");
     } else if (!Slurp(dir / "oci-layout", &text) || !ParseGoJson(text, &j, &why) || !j.is_object() ||
                !j.contains("imageLayoutVersion") || !j["imageLayoutVersion"].is_string()) {
-      Add("oci-layout-invalid", Severity::kError, "oci-layout",
+      Add(FindingCode::kOciLayoutInvalid, Severity::kError, "oci-layout",
           why.empty() ? "must be JSON with a string imageLayoutVersion" : "oci-layout " + why);
     } else if (j["imageLayoutVersion"] != "1.0.0") {
-      Add("oci-layout-invalid", Severity::kWarning, "oci-layout", "imageLayoutVersion " + std::string(j["imageLayoutVersion"]) + " (expected 1.0.0)");
+      Add(FindingCode::kOciLayoutInvalid, Severity::kWarning, "oci-layout", "imageLayoutVersion " + std::string(j["imageLayoutVersion"]) + " (expected 1.0.0)");
     }
     if (std::string p = FileProblem(dir / "index.json"); !p.empty()) {
-      if (p.find("loop") != std::string::npos) Add("symlink-loop", Severity::kError, "index.json", "index.json " + p);
-      else Add("index-invalid", Severity::kError, "index.json", "index.json is missing (" + p + ")");
+      if (p.find("loop") != std::string::npos) Add(FindingCode::kSymlinkLoop, Severity::kError, "index.json", "index.json " + p);
+      else Add(FindingCode::kIndexInvalid, Severity::kError, "index.json", "index.json is missing (" + p + ")");
       return;
     }
     json idx;
     why.clear();
     if (!Slurp(dir / "index.json", &text) || !ParseGoJson(text, &idx, &why) || !idx.is_object()) {
-      Add("index-invalid", Severity::kError, "index.json",
+      Add(FindingCode::kIndexInvalid, Severity::kError, "index.json",
           why.empty() ? "index.json is not a JSON object" : "index.json " + why);
       return;
     }
     if (std::string e = TypeError(idx, kIndexFields, ""); !e.empty()) {
-      Add("index-invalid", Severity::kError, "index.json", e + kGoRejects);
+      Add(FindingCode::kIndexInvalid, Severity::kError, "index.json", e + kGoRejects);
       return;
     }
     if (idx.contains("mediaType") && idx["mediaType"].is_string() && idx["mediaType"] != kIndex)
-      Add("index-invalid", Severity::kError, "index.json", "mediaType is '" + idx["mediaType"].dump() + "', not an image index");
+      Add(FindingCode::kIndexInvalid, Severity::kError, "index.json", "mediaType is '" + idx["mediaType"].dump() + "', not an image index");
     Index(idx, "index.json", 0);
     for (auto& [where, dg] : pending_subjects)
       if (!present_digests.count(dg))
-        Add("subject-missing", Severity::kInfo, where, "referrer's subject " + dg + " is not in this layout");
+        Add(FindingCode::kSubjectMissing, Severity::kInfo, where, "referrer's subject " + dg + " is not in this layout");
     std::error_code ec;
     if (fs::is_directory(dir / "blobs", ec)) {
       for (auto it = fs::recursive_directory_iterator(dir / "blobs", ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
         std::error_code ec2;
         const std::string rel = it->path().lexically_relative(dir / "blobs").generic_string();
         if (std::string p = FileProblem(it->path()); p.find("loop") != std::string::npos) {
-          if (!reached.count(rel)) Add("symlink-loop", Severity::kError, "blobs/" + rel, "blobs/" + rel + " " + p);
+          if (!reached.count(rel)) Add(FindingCode::kSymlinkLoop, Severity::kError, "blobs/" + rel, "blobs/" + rel + " " + p);
           continue;
         }
         if (!it->is_regular_file(ec2)) continue;
         if (!reached.count(rel))
-          Add("orphan-blob", Severity::kWarning, "blobs/" + rel, "blob is not referenced from index.json (garbage, or a lost tag)");
+          Add(FindingCode::kOrphanBlob, Severity::kWarning, "blobs/" + rel, "blob is not referenced from index.json (garbage, or a lost tag)");
       }
-      if (ec) Add("index-invalid", Severity::kError, "blobs", "blobs/ cannot be listed: " + ec.message());
+      if (ec) Add(FindingCode::kIndexInvalid, Severity::kError, "blobs", "blobs/ cannot be listed: " + ec.message());
     }
   }
 };
@@ -417,7 +417,7 @@ OciReport CheckOciLayout(const std::string& dir_s) {
   try {
     w.Run();
   } catch (const std::exception& e) {
-    w.Add("index-invalid", Severity::kError, "index.json", std::string("layout could not be walked: ") + e.what());
+    w.Add(FindingCode::kIndexInvalid, Severity::kError, "index.json", std::string("layout could not be walked: ") + e.what());
   }
   return w.rep;
 }
@@ -426,7 +426,7 @@ ReferrersVerdict ClassifyReferrersResponse(const std::string& path) {
   ReferrersVerdict v;
   std::string raw;
   if (!Slurp(path, &raw)) {
-    v.code = "referrers-unreadable";
+    v.code = FindingCode::kReferrersUnreadable;
     const std::string why = FileProblem(path);
     v.message = path + ": cannot read" + (why.empty() ? std::string() : " (" + why + ")");
     return v;
@@ -443,7 +443,7 @@ ReferrersVerdict ClassifyReferrersResponse(const std::string& path) {
     last = &r;
   }
   if (!last) {
-    v.code = "referrers-not-index";
+    v.code = FindingCode::kReferrersNotIndex;
     v.http_status = rs.empty() ? 0 : rs.back().status;
     v.message = "the transcript ends after an interim " + std::to_string(v.http_status) + " reply: no final response was saved";
     return v;
@@ -459,7 +459,7 @@ ReferrersVerdict ClassifyReferrersResponse(const std::string& path) {
                     start.rfind("<html", 0) == 0;
   if (r.status == 401 || r.status == 403 || r.status == 407) {
     // Auth problems are named as such, with what the server asked for.
-    v.code = "referrers-auth";
+    v.code = FindingCode::kReferrersAuth;
     const AuthChallenge a = ParseAuthChallenge(r.Header(r.status == 407 ? "proxy-authenticate" : "www-authenticate"));
     std::string asked;
     if (!a.scheme.empty()) {
@@ -493,7 +493,7 @@ ReferrersVerdict ClassifyReferrersResponse(const std::string& path) {
     std::string l = Lower(location);
     bool login = l.find("login") != std::string::npos || l.find("signin") != std::string::npos ||
                  l.find("sso") != std::string::npos || l.find("auth") != std::string::npos;
-    v.code = login ? "referrers-login-redirect" : "referrers-redirect";
+    v.code = login ? FindingCode::kReferrersLoginRedirect : FindingCode::kReferrersRedirect;
     v.message = "HTTP " + std::to_string(r.status) + " redirect to " + location +
                 (login ? ": a proxy or registry front end wants a browser login; give the client a token "
                          "(docker/oras login) or exempt /v2/ from the SSO proxy"
@@ -501,48 +501,48 @@ ReferrersVerdict ClassifyReferrersResponse(const std::string& path) {
     return v;
   }
   if (r.status == 404) {
-    v.code = "referrers-not-found";
+    v.code = FindingCode::kReferrersNotFound;
     v.message = "HTTP 404: the registry does not implement GET /v2/<name>/referrers/<digest>; clients must use the "
                 "referrers tag schema fallback (tag sha256-<hex>) or the registry must be upgraded" + after;
     return v;
   }
   if (r.status == 406) {
-    v.code = "referrers-not-acceptable";
+    v.code = FindingCode::kReferrersNotAcceptable;
     v.message = "HTTP 406: send 'Accept: application/vnd.oci.image.index.v1+json' with the referrers request" + after;
     return v;
   }
   if (html) {
-    v.code = "referrers-html";
+    v.code = FindingCode::kReferrersHtml;
     v.message = "an HTML page served with status " + std::to_string(r.status ? r.status : 200) +
                 " instead of an image index: this is what produces \"failed to decode referrers index\". "
                 "A proxy/CDN or the registry's UI answers /v2/ paths; route /v2/ to the registry API" + after;
     return v;
   }
   if (r.status >= 400) {
-    v.code = "referrers-not-index";
+    v.code = FindingCode::kReferrersNotIndex;
     v.message = "HTTP " + std::to_string(r.status) + " " + r.reason + ": an error reply, not an image index" + after;
     return v;
   }
   json j;
   std::string why;
   if (!ParseGoJson(body, &j, &why) || !j.is_object()) {
-    v.code = "referrers-not-index";
+    v.code = FindingCode::kReferrersNotIndex;
     v.message = "the body " + (why.empty() ? "is not a JSON object" : why) + " (content type '" + ctype +
                 "'); the spec requires an image index" + after;
     return v;
   }
   if (std::string e = TypeError(j, kIndexFields, ""); !e.empty()) {
-    v.code = "referrers-not-index";
+    v.code = FindingCode::kReferrersNotIndex;
     v.message = e + kGoRejects + after;
     return v;
   }
   if (Str(j, "mediaType", "") != kIndex || !j.contains("manifests") || !j["manifests"].is_array()) {
-    v.code = "referrers-not-index";
+    v.code = FindingCode::kReferrersNotIndex;
     v.message = "JSON but not an image index (mediaType '" + Str(j, "mediaType", "") +
                 "'): the spec requires mediaType application/vnd.oci.image.index.v1+json with a manifests array" + after;
     return v;
   }
-  v.code = "referrers-ok";
+  v.code = FindingCode::kReferrersOk;
   v.message = "a valid referrers image index with " + std::to_string(j["manifests"].size()) + " referrer(s)" + after;
   return v;
 }

@@ -20,9 +20,10 @@ struct OciReport {
 OciReport CheckOciLayout(const std::string& dir);
 
 struct ReferrersVerdict {
-  std::string code;     // referrers-ok, referrers-html, referrers-login-redirect, referrers-redirect,
-                        // referrers-auth, referrers-not-found, referrers-not-acceptable,
-                        // referrers-not-index, referrers-unreadable
+  // kReferrersOk, kReferrersHtml, kReferrersLoginRedirect, kReferrersRedirect, kReferrersAuth,
+  // kReferrersNotFound, kReferrersNotAcceptable, kReferrersNotIndex, kReferrersUnreadable (printed as
+  // FindingCodeName: referrers-ok, ...)
+  FindingCode code = FindingCode::kReferrersUnreadable;
   int http_status = 0;  // of the final reply (1xx and followed redirects skipped); 0 if no status line
   std::string message;  // what it is and what to change
 };

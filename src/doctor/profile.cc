@@ -126,7 +126,7 @@ std::vector<Finding> CheckAgainstHw(const ImageInfo& info, const HwDecoder& hw) 
   std::vector<Finding> out;
   auto add = [&](std::string msg) {
     Finding f;
-    f.code = "exceeds-hw-decoder";
+    f.code = FindingCode::kExceedsHwDecoder;
     f.severity = Severity::kError;
     f.message = hw.target + ": " + msg;
     out.push_back(std::move(f));

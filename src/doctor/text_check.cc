@@ -478,7 +478,7 @@ std::vector<int64_t> Gb18030VersionSensitive(const uint8_t* d, size_t n) {
 std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection& d,
                                   Conversion* conv_out) {
   std::vector<Finding> out;
-  auto add = [&](const char* code, Severity sev, std::string msg, int64_t off = -1) {
+  auto add = [&](FindingCode code, Severity sev, std::string msg, int64_t off = -1) {
     Finding f;
     f.code = code;
     f.severity = sev;
@@ -490,7 +490,7 @@ std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection
   std::string cands;
   for (const auto& c : d.candidates) cands += (cands.empty() ? "" : ", ") + c;
   if (d.encoding.empty()) {
-    Finding* f = add("encoding-undecidable", Severity::kWarning,
+    Finding* f = add(FindingCode::kEncodingUndecidable, Severity::kWarning,
                      "not UTF-8, and too little non-ASCII text (" + std::to_string(d.non_ascii) +
                          " bytes) to decide; uchardet said '" + d.detector_said + "', candidates: " +
                          (cands.empty() ? "none" : cands));
@@ -500,7 +500,7 @@ std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection
     return out;
   }
   if (d.how == "bom" && d.encoding == "UTF-8") {
-    Finding* f = add("bom", Severity::kWarning,
+    Finding* f = add(FindingCode::kBom, Severity::kWarning,
                      "UTF-8 with a byte order mark: many loaders keep U+FEFF in the first label", 0);
     f->fix = "drop the 3-byte BOM";
   }
@@ -519,7 +519,7 @@ std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection
                     : "by its NUL-byte pattern";
     std::string where = bad < n ? std::string("; read as UTF-8 it fails at byte ") + hb
                                 : "; its bytes are also valid UTF-8, which a loader would misread";
-    Finding* f = add("encoding-not-utf8", Severity::kError,
+    Finding* f = add(FindingCode::kEncodingNotUtf8, Severity::kError,
                      "encoded as " + d.encoding + " (" + how + (cands.empty() ? "" : "; candidates: " + cands) + ")" + where,
                      static_cast<int64_t>(bad < n ? bad : 0));
     f->fix = "convert " + d.encoding + " -> UTF-8" + (conv.round_trip_ok ? " (round trip checked)" : " (round trip FAILED)");
@@ -529,7 +529,7 @@ std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection
   for (const RepairedLine& rl : conv.repaired) lines.push_back(rl.line);
   for (size_t i = 0; i < conv.repaired.size() && i < kMaxFindingsPerCode; ++i) {
     const RepairedLine& rl = conv.repaired[i];
-    Finding* f = add("mixed-encoding", Severity::kError,
+    Finding* f = add(FindingCode::kMixedEncoding, Severity::kError,
                      "line " + std::to_string(rl.line) + " is " + conv.secondary + ", not UTF-8 like the rest of the file",
                      rl.offset);
     f->line = rl.line;
@@ -539,7 +539,7 @@ std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection
   if (conv.repaired.size() > kMaxFindingsPerCode) {
     const RepairedLine& rl = conv.repaired[kMaxFindingsPerCode];
     std::vector<int64_t> rest(lines.begin() + kMaxFindingsPerCode, lines.end());
-    Finding* f = add("mixed-encoding", Severity::kError,
+    Finding* f = add(FindingCode::kMixedEncoding, Severity::kError,
                      std::to_string(rest.size()) + " more lines (" + std::to_string(conv.repaired.size()) +
                          " in all) are " + conv.secondary + ", not UTF-8: lines " + LineRanges(rest),
                      rl.offset);
@@ -549,7 +549,7 @@ std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection
   }
   for (size_t i = 0; i < conv.bad.size() && i < kMaxFindingsPerCode; ++i) {
     const BadSequence& b = conv.bad[i];
-    Finding* f = add("invalid-bytes", Severity::kError,
+    Finding* f = add(FindingCode::kInvalidBytes, Severity::kError,
                      "bytes " + b.hex + " are not valid " + d.encoding +
                          (mixed ? " nor " + conv.secondary : std::string()) + "; replaced by U+FFFD",
                      b.offset);
@@ -565,7 +565,7 @@ std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection
       if (bad_lines.empty() || bad_lines.back() != conv.bad[i].line) bad_lines.push_back(conv.bad[i].line);
     }
     const BadSequence& b = conv.bad[kMaxFindingsPerCode];
-    Finding* f = add("invalid-bytes", Severity::kError,
+    Finding* f = add(FindingCode::kInvalidBytes, Severity::kError,
                      std::to_string(conv.bad.size() - kMaxFindingsPerCode) + " more invalid sequences (" +
                          std::to_string(bytes) + " bytes; " + std::to_string(conv.bad.size()) + " in all), each replaced by U+FFFD, "
                          "from byte " + std::to_string(b.offset) + " to byte " + std::to_string(conv.bad.back().offset) +
@@ -574,7 +574,7 @@ std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection
     f->line = b.line;
     f->column = b.column;
   }
-  if (!conv.error.empty()) add("encoding-not-utf8", Severity::kError, conv.error);
+  if (!conv.error.empty()) add(FindingCode::kEncodingNotUtf8, Severity::kError, conv.error);
   if (d.encoding == "UTF-8") {
     // U+FFFD already in the text: an earlier lossy conversion (ours with --fix included) lost bytes
     // here. Reported so that a repaired copy never checks clean.
@@ -587,13 +587,13 @@ std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection
       else if ((data[i] & 0xC0) != 0x80) ++col;
     }
     for (size_t i = 0; i < at.size() && i < kMaxFindingsPerCode; ++i) {
-      Finding* f = add("replacement-character", Severity::kWarning,
+      Finding* f = add(FindingCode::kReplacementCharacter, Severity::kWarning,
                        "U+FFFD (the replacement character): bytes were lost here in an earlier conversion", at[i].first);
       f->line = at[i].second.first;
       f->column = at[i].second.second;
     }
     if (at.size() > kMaxFindingsPerCode) {
-      Finding* f = add("replacement-character", Severity::kWarning,
+      Finding* f = add(FindingCode::kReplacementCharacter, Severity::kWarning,
                        std::to_string(at.size() - kMaxFindingsPerCode) + " more U+FFFD characters (" +
                            std::to_string(at.size()) + " in all)", at[kMaxFindingsPerCode].first);
       f->line = at[kMaxFindingsPerCode].second.first;
@@ -610,12 +610,12 @@ std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection
         for (int64_t off : Gb18030VersionSensitive(data + rl.offset, rl.length)) at.push_back(rl.offset + off);
     }
     for (size_t i = 0; i < at.size() && i < kMaxFindingsPerCode; ++i) {
-      add("gb18030-version-sensitive", Severity::kWarning,
+      add(FindingCode::kGb18030VersionSensitive, Severity::kWarning,
           "bytes " + Hex(data + at[i], 2) + " map to a private-use code point under GB18030-2005 "
           "(glibc < 2.38, ICU < 73) but to a standard character under GB18030-2022", at[i]);
     }
     if (at.size() > kMaxFindingsPerCode)
-      add("gb18030-version-sensitive", Severity::kWarning,
+      add(FindingCode::kGb18030VersionSensitive, Severity::kWarning,
           std::to_string(at.size() - kMaxFindingsPerCode) + " more version-sensitive two-byte codes (" +
               std::to_string(at.size()) + " in all), the next at byte " + std::to_string(at[kMaxFindingsPerCode]),
           at[kMaxFindingsPerCode]);

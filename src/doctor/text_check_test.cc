@@ -100,7 +100,7 @@ TEST(Text, GbkLabelFileConvertsToRightUtf8) {
   EXPECT_TRUE(c.round_trip_ok);
   auto f = TextFindings(d, gbk.size(), det);
   ASSERT_FALSE(f.empty());
-  EXPECT_EQ(f[0].code, "encoding-not-utf8");
+  EXPECT_EQ(f[0].code, FindingCode::kEncodingNotUtf8);
   // GBK 猫 (c3 a8) happens to be valid UTF-8; the report names the first byte that is not.
   size_t first_bad = 0;
   ASSERT_FALSE(IsStrictUtf8(d, gbk.size(), &first_bad));
@@ -167,7 +167,7 @@ TEST(Text, BomlessUtf16And32ByNulPattern) {
       Conversion c;
       auto f = TextFindings(d, bytes.size(), det, &c);
       ASSERT_FALSE(f.empty()) << enc;
-      EXPECT_EQ(f[0].code, "encoding-not-utf8");
+      EXPECT_EQ(f[0].code, FindingCode::kEncodingNotUtf8);
       EXPECT_EQ(c.utf8, text) << enc;
     }
   }
@@ -205,8 +205,8 @@ TEST(Text, MixedUtf8WithGbkLinesRepaired) {
   EXPECT_EQ(c.utf8.find("\xEF\xBF\xBD"), std::string::npos);
   std::vector<int64_t> repaired;
   for (auto& x : f) {
-    EXPECT_NE(x.code, "invalid-bytes") << x.message;
-    if (x.code == "mixed-encoding") {
+    EXPECT_NE(x.code, FindingCode::kInvalidBytes) << x.message;
+    if (x.code == FindingCode::kMixedEncoding) {
       repaired.push_back(x.line);
       EXPECT_EQ(x.offset, static_cast<int64_t>(file.find(ToGbk(lines[x.line - 1]))));
     }
@@ -243,7 +243,7 @@ TEST(Text, InvalidBytesCappedAndSummarised) {
   size_t invalid = 0;
   bool summary = false;
   for (auto& x : f) {
-    if (x.code != "invalid-bytes") continue;
+    if (x.code != FindingCode::kInvalidBytes) continue;
     ++invalid;
     if (x.message.find("more invalid sequences") != std::string::npos) {
       summary = true;
