@@ -295,7 +295,7 @@ TEST(Data, UnlistedFormatsSameRuleOnAJpegOnlyDecoder) {
   testing::WriteBytes(t / "f.jpg", testing::ReadBytes(testing::Testdata("images/pillow/hopper.jpg")));
   cli::DoctorDataCommand cmd;
   cmd.opt.root = t.path;
-  auto hw = LoadHwDecoder("rk3588-npu");
+  auto hw = LoadHwDecoder(std::string(EDGEDECODE_SOURCE_DIR) + "/targets/rk3588-npu.json");
   ASSERT_TRUE(hw.ok()) << hw.status().message();
   cmd.opt.hw = hw.value();
   auto r = CheckTree(cmd.opt);

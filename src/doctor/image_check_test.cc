@@ -184,7 +184,7 @@ TEST(Profile, DocumentedLayout) {
 }
 
 TEST(Profile, NamedTargetFromTargetsDir) {
-  auto hw = LoadHwDecoder("rk3588-npu");
+  auto hw = LoadHwDecoder(std::string(EDGEDECODE_SOURCE_DIR) + "/targets/rk3588-npu.json");
   if (!hw.ok()) GTEST_FAIL() << hw.status().message();
   EXPECT_FALSE(hw.value().formats.empty());
 }

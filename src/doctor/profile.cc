@@ -42,25 +42,7 @@ std::optional<bool> GetBool(const json& j, std::initializer_list<const char*> ke
 
 }  // namespace
 
-Result<HwDecoder> LoadHwDecoder(const std::string& path_or_name) {
-  std::string path = path_or_name;
-  if (path.find('/') == std::string::npos && path.find(".json") == std::string::npos) {
-    std::vector<std::string> tries;
-#ifdef EDGEDECODE_SOURCE_DIR
-    tries.push_back(std::string(EDGEDECODE_SOURCE_DIR) + "/targets/" + path + ".json");
-#endif
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-      exe[n] = 0;
-      std::string dir(exe);
-      dir = dir.substr(0, dir.find_last_of('/'));
-      tries.push_back(dir + "/../targets/" + path + ".json");
-      tries.push_back(dir + "/targets/" + path + ".json");
-    }
-    for (const auto& t : tries)
-      if (std::ifstream(t)) { path = t; break; }
-  }
+Result<HwDecoder> LoadHwDecoder(const std::string& path) {
   std::ifstream in(path);
   if (!in) return NotFound(path + ": cannot open target profile");
   json j = json::parse(in, nullptr, false);

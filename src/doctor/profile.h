@@ -29,9 +29,8 @@ struct HwDecoder {
   int64_t input_width = 0, input_height = 0;  // model input size, for the suggested resize
 };
 
-// `path_or_name`: a JSON file, or a profile name looked up as targets/NAME.json under the source tree
-// (EDGEDECODE_SOURCE_DIR at build time) or ../targets beside the binary.
-Result<HwDecoder> LoadHwDecoder(const std::string& path_or_name);
+// The image_decoder section of a profile file (the CLI resolves --target NAME to its file: cli/common.h).
+Result<HwDecoder> LoadHwDecoder(const std::string& path);
 
 // Findings `exceeds-hw-decoder` (one per violated limit) for one decoded image.
 std::vector<Finding> CheckAgainstHw(const ImageInfo& info, const HwDecoder& hw);
