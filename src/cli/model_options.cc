@@ -150,24 +150,29 @@ int ContextLength(const llm::Model& m, int n_ctx_option) {
   return n_ctx_option > 0 ? n_ctx_option : std::min(train > 0 ? train : 4096, 4096);
 }
 
+Status ContextParamsFor(const ModelOptions& o, const LoadedWeights& w, llm::ContextParams* cp, llm::PlanParams* pp) {
+  cp->n_ctx = ContextLength(*w.model, o.n_ctx);
+  cp->n_threads = o.n_threads;
+  cp->n_batch = o.n_batch;
+  cp->isa = w.isa;
+  cp->fusions = w.fusions;
+  ED_RETURN_IF_ERROR(ParseKvTypes(o, cp));
+  pp->n_ctx = cp->n_ctx;
+  pp->n_batch = cp->n_batch;
+  pp->type_k = cp->type_k;
+  pp->type_v = cp->type_v;
+  pp->n_threads = cp->n_threads > 0 ? cp->n_threads : 1;
+  return Status::Ok();
+}
+
 Result<Loaded> LoadModel(const ModelOptions& o) {
   const auto t0 = Clock::now();
   ED_ASSIGN_OR_RETURN(LoadedWeights w, LoadWeights(o));
+  llm::ContextParams cp;
+  llm::PlanParams pp;
+  ED_RETURN_IF_ERROR(ContextParamsFor(o, w, &cp, &pp));
   Loaded l;
   l.model = std::move(w.model);
-  llm::ContextParams cp;
-  cp.n_ctx = ContextLength(*l.model, o.n_ctx);
-  cp.n_threads = o.n_threads;
-  cp.n_batch = o.n_batch;
-  cp.isa = w.isa;
-  cp.fusions = w.fusions;
-  ED_RETURN_IF_ERROR(ParseKvTypes(o, &cp));
-  llm::PlanParams pp;
-  pp.n_ctx = cp.n_ctx;
-  pp.n_batch = cp.n_batch;
-  pp.type_k = cp.type_k;
-  pp.type_v = cp.type_v;
-  pp.n_threads = cp.n_threads > 0 ? cp.n_threads : 1;
   ED_RETURN_IF_ERROR(CheckPlanFits(*l.model, pp, &l.plan));
   ED_ASSIGN_OR_RETURN(l.ctx, llm::Context::Create(*l.model, cp));
   l.load_s = Seconds(t0, Clock::now());

@@ -72,6 +72,10 @@ struct LoadedWeights {
 };
 Result<LoadedWeights> LoadWeights(const ModelOptions& o);
 
+// The context parameters of the options (context length, threads, batch, kernels, fusions, KV types) and
+// the memory-plan parameters of one such context.
+Status ContextParamsFor(const ModelOptions& o, const LoadedWeights& w, llm::ContextParams* cp, llm::PlanParams* pp);
+
 // ResourceExhausted (with the plan table on stderr) when the plan of pp does not fit in this machine's
 // available memory: refused before allocating rather than killed by the OOM killer.
 Status CheckPlanFits(const llm::Model& m, const llm::PlanParams& pp, llm::MemoryPlan* plan);

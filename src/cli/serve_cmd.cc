@@ -48,18 +48,8 @@ Status Validate(const ServeOptions& so) {
 // the plan is printed and the message says how many slots would fit.
 Result<std::vector<std::unique_ptr<llm::Context>>> MakeContexts(const ModelOptions& mo, const LoadedWeights& w, int parallel) {
   llm::ContextParams cp;
-  cp.n_ctx = ContextLength(*w.model, mo.n_ctx);
-  cp.n_threads = mo.n_threads;
-  cp.n_batch = mo.n_batch;
-  cp.isa = w.isa;
-  cp.fusions = w.fusions;
-  ED_RETURN_IF_ERROR(ParseKvTypes(mo, &cp));
   llm::PlanParams pp;
-  pp.n_ctx = cp.n_ctx;
-  pp.n_batch = cp.n_batch;
-  pp.type_k = cp.type_k;
-  pp.type_v = cp.type_v;
-  pp.n_threads = cp.n_threads > 0 ? cp.n_threads : 1;
+  ED_RETURN_IF_ERROR(ContextParamsFor(mo, w, &cp, &pp));
   pp.n_seqs = parallel;
   llm::MemoryPlan plan;
   if (Status st = CheckPlanFits(*w.model, pp, &plan); !st.ok()) {
