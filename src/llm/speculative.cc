@@ -26,7 +26,7 @@ std::vector<int32_t> LookupDraft(const std::vector<int32_t>& history, int n_draf
 
 LookupDecoder::LookupDecoder(Context& ctx, Sampler& sampler, const LookupParams& params, std::vector<int32_t> prompt)
     : ctx_(ctx), sampler_(sampler), p_(params), history_(std::move(prompt)), backoff_(params.backoff) {
-  recent_sum_ = p_.min_accept_per_pass * 2;  // optimistic start: draft from the first step
+  recent_sum_ = 1.0;  // optimistic start: a few passes must fail before drafting pauses
 }
 
 int32_t LookupDecoder::Sample() {
@@ -48,7 +48,8 @@ void LookupDecoder::EndPass() {
   if (p_.adaptive && recent_sum_ < p_.min_accept_per_pass) {
     pause_ = backoff_;
     backoff_ = std::min(backoff_ * 2, p_.max_backoff);
-    recent_sum_ = p_.min_accept_per_pass;  // a probe after the pause: one good pass keeps drafting on
+    // The probe after the pause: two passes that accept nothing pause again, one good pass keeps drafting.
+    recent_sum_ = p_.min_accept_per_pass * 1.5;
   }
   in_verify_ = false;
   pass_accepted_ = 0;
@@ -73,8 +74,12 @@ Status LookupDecoder::Advance(int32_t token, int max_draft) {
   const int room = ctx_.n_ctx() - base - 1;  // the pass must fit in the context
   const int k = std::min({p_.n_draft, max_draft, room});
   std::vector<int32_t> draft;
-  if (pause_ > 0) --pause_;
-  else if (k > 0) draft = LookupDraft(history_, k, p_.ngram_max, p_.ngram_min);
+  if (k > 0) draft = LookupDraft(history_, k, p_.ngram_max, p_.ngram_min);
+  // A pause counts the steps that found a draft (the others cost nothing).
+  if (!draft.empty() && pause_ > 0) {
+    --pause_;
+    draft.clear();
+  }
   if (draft.empty()) {
     ED_RETURN_IF_ERROR(ctx_.Eval(&token, 1, false));
     ++stats_.plain_passes;

@@ -31,13 +31,14 @@ struct LookupParams {
   int n_draft = 4;     // tokens proposed per verify pass (0: off, every step a plain one)
   int ngram_max = 3;   // the longest n-gram tried first ...
   int ngram_min = 1;   // ... down to this one
-  // Adaptive: after `window` verify passes whose running mean of accepted tokens per pass is below
-  // min_accept_per_pass, drafting pauses for `backoff` steps (doubled on each failed probe, up to
-  // max_backoff), then probes again. adaptive = false: draft whenever a match is found.
+  // Adaptive: when the running mean of accepted tokens per verify pass (weight 1/4 on the newest pass,
+  // starting at 1) falls below min_accept_per_pass, drafting pauses for `backoff` steps that found a
+  // draft (doubled on each failed probe, up to max_backoff; reset by a pass that accepts), then probes
+  // again. adaptive = false: draft whenever a match is found.
   bool adaptive = true;
   double min_accept_per_pass = 0.4;
-  int backoff = 8;
-  int max_backoff = 128;
+  int backoff = 4;
+  int max_backoff = 32;
 };
 
 struct LookupStats {
