@@ -41,7 +41,7 @@ TEST(LookupDraft, MostRecentLongestMatch) {
 }
 
 // Greedy: identical tokens with --lookup 4 and 8, for each KV type and thread count, on a normal and a
-// copy-heavy prompt; on the copy-heavy one drafts are accepted.
+// copy-heavy prompt; on the copy-heavy one drafts are accepted (asserted where drafting never pauses).
 TEST(Lookup, GreedyEqualsPlainForEveryKvTypeAndThreadCount) {
   for (const std::string kv : {"f16", "q8_0", "q4_0"}) {
     for (const std::string t : {"1", "2"}) {
@@ -50,7 +50,8 @@ TEST(Lookup, GreedyEqualsPlainForEveryKvTypeAndThreadCount) {
         const nlohmann::json plain = RunJson(base);
         ASSERT_TRUE(plain.contains("tokens"));
         EXPECT_FALSE(plain.contains("speculative"));
-        for (const std::string n : {"4", "8"}) {
+        // --lookup 4 adaptive (whose pauses depend on timing), --lookup 8 drafting at every match.
+        for (const std::string n : {"4", "8 --lookup-fixed"}) {
           const nlohmann::json spec = RunJson(base + " --lookup " + n);
           ASSERT_TRUE(spec.contains("speculative")) << base;
           EXPECT_EQ(spec["tokens"], plain["tokens"]) << base << " --lookup " << n;
@@ -58,7 +59,7 @@ TEST(Lookup, GreedyEqualsPlainForEveryKvTypeAndThreadCount) {
           EXPECT_EQ(spec["stop"], plain["stop"]) << base << " --lookup " << n;
           const nlohmann::json& s = spec["speculative"];
           EXPECT_LE(s["accepted"].get<int64_t>(), s["drafted"].get<int64_t>());
-          if (prompt == kCopy) {
+          if (prompt == kCopy && n != "4") {
             EXPECT_GT(s["accepted"].get<int64_t>(), 0) << base << " --lookup " << n;
           }
         }

@@ -1,8 +1,14 @@
 #include "llm/speculative.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace edgedecode::llm {
+namespace {
+
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+}  // namespace
 
 std::vector<int32_t> LookupDraft(const std::vector<int32_t>& history, int n_draft, int ngram_max, int ngram_min) {
   std::vector<int32_t> draft;
@@ -44,8 +50,15 @@ void LookupDecoder::EndPass() {
   if (!in_verify_) return;
   // Running mean of accepted tokens per verify pass (exponential, weight 1/4 on the newest).
   recent_sum_ = 0.75 * recent_sum_ + 0.25 * pass_accepted_;
-  if (pass_accepted_ > 0) backoff_ = p_.backoff;
-  if (p_.adaptive && recent_sum_ < p_.min_accept_per_pass) {
+  // Tokens per second of verify passes against plain steps, as measured here: where a pass over several
+  // tokens costs several steps (a model too small to be bound by its weight reads), drafting loses even
+  // when drafts are accepted.
+  const double rate = (pass_accepted_ + 1) / std::max(pass_s_, 1e-9);
+  verify_rate_ = verify_rate_ > 0 ? 0.75 * verify_rate_ + 0.25 * rate : rate;
+  const bool slower = plain_s_ > 0 && verify_rate_ * plain_s_ < 1.0;
+  if (pass_accepted_ > 0 && !slower) backoff_ = p_.backoff;
+  if (p_.adaptive && (recent_sum_ < p_.min_accept_per_pass || slower)) {
+    verify_rate_ = 0;  // the probe measures afresh
     pause_ = backoff_;
     backoff_ = std::min(backoff_ * 2, p_.max_backoff);
     // The probe after the pause: two passes that accept nothing pause again, one good pass keeps drafting.
@@ -81,7 +94,10 @@ Status LookupDecoder::Advance(int32_t token, int max_draft) {
     draft.clear();
   }
   if (draft.empty()) {
+    const double t0 = Now();
     ED_RETURN_IF_ERROR(ctx_.Eval(&token, 1, false));
+    const double s = Now() - t0;
+    plain_s_ = plain_s_ > 0 ? 0.75 * plain_s_ + 0.25 * s : s;
     ++stats_.plain_passes;
     return Status::Ok();
   }
@@ -89,7 +105,9 @@ Status LookupDecoder::Advance(int32_t token, int max_draft) {
   batch.reserve(draft.size() + 1);
   batch.push_back(token);
   batch.insert(batch.end(), draft.begin(), draft.end());
+  const double t0 = Now();
   ED_RETURN_IF_ERROR(ctx_.Eval(batch.data(), static_cast<int>(batch.size()), true));
+  pass_s_ = Now() - t0;
   ++stats_.verify_passes;
   stats_.drafted += static_cast<int64_t>(draft.size());
   draft_ = std::move(draft);

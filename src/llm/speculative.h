@@ -34,7 +34,10 @@ struct LookupParams {
   // Adaptive: when the running mean of accepted tokens per verify pass (weight 1/4 on the newest pass,
   // starting at 1) falls below min_accept_per_pass, drafting pauses for `backoff` steps that found a
   // draft (doubled on each failed probe, up to max_backoff; reset by a pass that accepts), then probes
-  // again. adaptive = false: draft whenever a match is found.
+  // again. It pauses too when verify passes give fewer tokens per second than plain steps, both timed
+  // here (a model too small to be bound by its weight reads: a pass of several tokens costs several
+  // steps); this makes which steps draft depend on timing, never which tokens come out. adaptive =
+  // false: draft whenever a match is found.
   bool adaptive = true;
   double min_accept_per_pass = 0.4;
   int backoff = 4;
@@ -93,6 +96,9 @@ class LookupDecoder {
   int pass_accepted_ = 0;         // accepted in the current verify pass
   int pause_ = 0;                 // steps left without drafting
   int backoff_ = 0;
+  double pass_s_ = 0;             // seconds of the current verify pass
+  double plain_s_ = 0;            // running mean seconds of a plain step (0: none yet)
+  double verify_rate_ = 0;        // running mean tokens per second of verify passes (0: none yet)
   void EndPass();
 };
 
