@@ -8,6 +8,7 @@
 #include "cli/model_options.h"
 #include "cli/signals.h"
 #include "llm/profiler.h"
+#include "llm/speculative.h"
 #include "llm/stop_strings.h"
 
 namespace edgedecode::cli {
@@ -45,6 +46,9 @@ int RunMain(int argc, char** argv) {
   bool no_bos = false, ignore_eos = false, context_shift = false, as_chat = false;
   std::string system, template_path;
   JsonOutput json;
+  llm::LookupParams lookup;
+  lookup.n_draft = 0;
+  bool lookup_fixed = false;
   CLI::Option* p_opt = app.add_option("-p,--prompt", prompt, "prompt text ('-': read it from stdin; empty: generate from BOS)");
   app.add_option("-f,--file", prompt_file, "read the prompt from FILE ('-': stdin)")->excludes(p_opt);
   app.add_option("-n,--n-predict", n_predict, "tokens to generate")->capture_default_str();
@@ -56,6 +60,15 @@ int RunMain(int argc, char** argv) {
   app.add_flag("--context-shift", context_shift,
                "at the context end, drop the oldest half (keeping BOS) and go on, instead of stopping");
   app.add_flag("--ignore-eos", ignore_eos, "keep generating past end-of-generation tokens");
+  app.add_option("--lookup", lookup.n_draft,
+                 "speculative decoding by prompt lookup: draft up to N tokens from an earlier occurrence of the last "
+                 "n-gram (prompt + output) and verify them in one pass; the output is the same as without it")
+      ->check(CLI::Range(0, 64));
+  app.add_option("--lookup-ngram", lookup.ngram_max, "with --lookup: the longest n-gram matched (then shorter ones, down to 1)")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  app.add_flag("--lookup-fixed", lookup_fixed,
+               "with --lookup: draft whenever a match is found (default: pause drafting while few drafts are accepted)");
   json.Add(app, "one object at the end (text, token ids, seed, timings); on stdout the text is not streamed");
   if (auto rc = Parse(app, argc, argv)) return *rc;
   InterruptScope interrupt;  // from here on, a signal while loading still ends with the results (none yet)
@@ -99,6 +112,11 @@ int RunMain(int argc, char** argv) {
   const bool stream = !json.to_stdout();
   llm::Sampler sampler(so.params);
   for (int32_t t : toks) sampler.Accept(t);
+  lookup.adaptive = !lookup_fixed;
+  std::unique_ptr<llm::LookupDecoder> spec;
+  if (lookup.n_draft > 0) spec = std::make_unique<llm::LookupDecoder>(ctx, sampler, lookup, toks);
+  // Positions of the accepted tokens in the cache (with --lookup the cache may hold rows being verified).
+  auto n_past = [&] { return spec ? spec->n_past() : ctx.n_past(); };
   std::string stop = "n_predict";
   const auto t_prefill = Clock::now();
   // Prefill in batches, so that an interrupt is seen between them.
@@ -126,7 +144,7 @@ int RunMain(int argc, char** argv) {
   int32_t prev = toks.back();
   int shifts = 0;
   for (int i = 0; i < n_predict && stop != "interrupted"; ++i) {
-    int32_t next = sampler.Sample(ctx.logits(0), ctx.n_vocab());
+    int32_t next = spec ? spec->Sample() : sampler.Sample(ctx.logits(0), ctx.n_vocab());
     if (i == 0) {
       ttft = Seconds(t_prefill, Clock::now());
       t_decode = Clock::now();
@@ -150,7 +168,7 @@ int RunMain(int argc, char** argv) {
       break;
     }
     if (i + 1 == n_predict) break;
-    if (ctx.n_past() >= ctx.n_ctx()) {
+    if (n_past() >= ctx.n_ctx()) {
       if (!context_shift) {
         stop = "context";
         break;
@@ -165,10 +183,14 @@ int RunMain(int argc, char** argv) {
       kept.insert(kept.end(), all.end() - static_cast<long>(std::min(keep, all.size())), all.end());
       ctx.Reset();
       if (Status st = ctx.Eval(kept.data(), static_cast<int>(kept.size()), false); !st.ok()) return Fail(cmd, st);
+      if (spec) spec->CacheRebuilt();
       ++shifts;
       std::fprintf(stderr, "\n[context shift: kept %zu of %zu tokens]\n", kept.size(), all.size() + 1);
     }
-    if (Status st = ctx.Eval(&next, 1, false); !st.ok()) return Fail(cmd, st);
+    // With --lookup: the next row of a verified draft, or a pass over [next + a new draft] (at most the
+    // tokens -n still wants after the one that pass samples first).
+    if (Status st = spec ? spec->Advance(next, n_predict - (i + 1) - 1) : ctx.Eval(&next, 1, false); !st.ok())
+      return Fail(cmd, st);
   }
   if (!stopper.stopped()) emit(stopper.Push(utf8.Flush()) + stopper.Flush());
   const auto t_end = Clock::now();
@@ -187,6 +209,29 @@ int RunMain(int argc, char** argv) {
                "seed %llu | stop: %s\n",
                loaded->load_s, toks.size(), prefill_tps, ttft * 1e3, n_decoded, decode_tps,
                static_cast<unsigned long long>(so.params.seed), StopText(stop));
+  nlohmann::json spec_json;
+  if (spec) {
+    const llm::LookupStats& ls = spec->stats();
+    // Passes after the first token (sampled from the prefill's logits), and the tokens they gave.
+    const double per_pass = ls.passes() > 0 ? static_cast<double>(n_decoded - 1) / static_cast<double>(ls.passes()) : 0.0;
+    std::fprintf(stderr,
+                 "lookup %d (n-gram %d..1%s) | drafted %lld, accepted %lld (%.1f%%) | %lld verify + %lld plain passes | "
+                 "%.2f tokens/pass | %.1f tok/s\n",
+                 lookup.n_draft, lookup.ngram_max, lookup.adaptive ? ", adaptive" : "", static_cast<long long>(ls.drafted),
+                 static_cast<long long>(ls.accepted), 100.0 * ls.acceptance(), static_cast<long long>(ls.verify_passes),
+                 static_cast<long long>(ls.plain_passes), per_pass, decode_tps);
+    spec_json = {{"method", "lookup"},
+                 {"n_draft", lookup.n_draft},
+                 {"ngram_max", lookup.ngram_max},
+                 {"adaptive", lookup.adaptive},
+                 {"drafted", ls.drafted},
+                 {"accepted", ls.accepted},
+                 {"acceptance_rate", ls.acceptance()},
+                 {"verify_passes", ls.verify_passes},
+                 {"plain_passes", ls.plain_passes},
+                 {"tokens_per_pass", per_pass},
+                 {"decode_tok_s", decode_tps}};
+  }
   if (prof) {
     ctx.SetProfiler(nullptr);
     if (po.profile) std::fputs(prof->FormatTable().c_str(), stderr);
@@ -207,6 +252,7 @@ int RunMain(int argc, char** argv) {
     j["threads"] = ctx.n_threads();
     j["memory"] = {{"plan_bytes", loaded->plan.total}, {"peak_rss_bytes", llm::PeakRssBytes()}};
     j["fusions_off"] = ctx.fusions().OffList();
+    if (spec) j["speculative"] = spec_json;
     if (prof && po.profile) j["profile"] = prof->ToJson();
     if (Status st = json.Write(j, "run", {mo.model, prompt_file}); !st.ok()) return Fail(cmd, st);
   }

@@ -1,0 +1,120 @@
+#include "llm/speculative.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace edgedecode::llm {
+namespace {
+
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+}  // namespace
+
+std::vector<int32_t> LookupDraft(const std::vector<int32_t>& history, int n_draft, int ngram_max, int ngram_min) {
+  std::vector<int32_t> draft;
+  const int64_t h = static_cast<int64_t>(history.size());
+  if (n_draft <= 0) return draft;
+  ngram_min = std::max(ngram_min, 1);
+  for (int n = ngram_max; n >= ngram_min; --n) {
+    if (n >= h) continue;  // the n-gram needs an earlier occurrence with at least one token after it
+    const int32_t* tail = history.data() + (h - n);
+    // The most recent earlier start s (s + n <= h - 1, so that history[s + n] exists and the match is
+    // not the tail itself).
+    for (int64_t s = h - n - 1; s >= 0; --s) {
+      if (!std::equal(tail, tail + n, history.data() + s)) continue;
+      const int64_t from = s + n, to = std::min<int64_t>(from + n_draft, h);
+      draft.assign(history.begin() + from, history.begin() + to);
+      return draft;
+    }
+  }
+  return draft;
+}
+
+LookupDecoder::LookupDecoder(Context& ctx, Sampler& sampler, const LookupParams& params, std::vector<int32_t> prompt)
+    : ctx_(ctx), sampler_(sampler), p_(params), history_(std::move(prompt)), backoff_(params.backoff) {
+  recent_sum_ = 1.0;  // optimistic start: a few passes must fail before drafting pauses
+}
+
+int32_t LookupDecoder::Sample() {
+  const int32_t t = sampler_.Sample(ctx_.logits(in_verify_ ? row_ : 0), ctx_.n_vocab());
+  ++stats_.tokens;
+  matched_ = in_verify_ && row_ < static_cast<int>(draft_.size()) && t == draft_[static_cast<size_t>(row_)];
+  if (matched_) {
+    ++stats_.accepted;
+    ++pass_accepted_;
+  }
+  return t;
+}
+
+void LookupDecoder::EndPass() {
+  if (!in_verify_) return;
+  // Running mean of accepted tokens per verify pass (exponential, weight 1/4 on the newest).
+  recent_sum_ = 0.75 * recent_sum_ + 0.25 * pass_accepted_;
+  // Tokens per second of verify passes against plain steps, as measured here: where a pass over several
+  // tokens costs several steps (a model too small to be bound by its weight reads), drafting loses even
+  // when drafts are accepted.
+  const double rate = (pass_accepted_ + 1) / std::max(pass_s_, 1e-9);
+  verify_rate_ = verify_rate_ > 0 ? 0.75 * verify_rate_ + 0.25 * rate : rate;
+  const bool slower = plain_s_ > 0 && verify_rate_ * plain_s_ < 1.0;
+  if (pass_accepted_ > 0 && !slower) backoff_ = p_.backoff;
+  if (p_.adaptive && (recent_sum_ < p_.min_accept_per_pass || slower)) {
+    verify_rate_ = 0;  // the probe measures afresh
+    pause_ = backoff_;
+    backoff_ = std::min(backoff_ * 2, p_.max_backoff);
+    // The probe after the pause: two passes that accept nothing pause again, one good pass keeps drafting.
+    recent_sum_ = p_.min_accept_per_pass * 1.5;
+  }
+  in_verify_ = false;
+  pass_accepted_ = 0;
+}
+
+void LookupDecoder::CacheRebuilt() {
+  EndPass();
+  matched_ = false;
+}
+
+Status LookupDecoder::Advance(int32_t token, int max_draft) {
+  history_.push_back(token);
+  if (matched_) {  // the token is the draft's: its row was computed in the same pass
+    matched_ = false;
+    ++row_;
+    return Status::Ok();
+  }
+  // Roll back the rows after the last accepted token (none when the pass had no draft).
+  if (in_verify_) ctx_.Truncate(base_ + row_ + 1);
+  EndPass();
+  const int base = ctx_.n_past();
+  const int room = ctx_.n_ctx() - base - 1;  // the pass must fit in the context
+  const int k = std::min({p_.n_draft, max_draft, room});
+  std::vector<int32_t> draft;
+  if (k > 0) draft = LookupDraft(history_, k, p_.ngram_max, p_.ngram_min);
+  // A pause counts the steps that found a draft (the others cost nothing).
+  if (!draft.empty() && pause_ > 0) {
+    --pause_;
+    draft.clear();
+  }
+  if (draft.empty()) {
+    const double t0 = Now();
+    ED_RETURN_IF_ERROR(ctx_.Eval(&token, 1, false));
+    const double s = Now() - t0;
+    plain_s_ = plain_s_ > 0 ? 0.75 * plain_s_ + 0.25 * s : s;
+    ++stats_.plain_passes;
+    return Status::Ok();
+  }
+  std::vector<int32_t> batch;
+  batch.reserve(draft.size() + 1);
+  batch.push_back(token);
+  batch.insert(batch.end(), draft.begin(), draft.end());
+  const double t0 = Now();
+  ED_RETURN_IF_ERROR(ctx_.Eval(batch.data(), static_cast<int>(batch.size()), true));
+  pass_s_ = Now() - t0;
+  ++stats_.verify_passes;
+  stats_.drafted += static_cast<int64_t>(draft.size());
+  draft_ = std::move(draft);
+  in_verify_ = true;
+  base_ = base;
+  row_ = 0;
+  return Status::Ok();
+}
+
+}  // namespace edgedecode::llm

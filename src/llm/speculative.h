@@ -1,0 +1,105 @@
+// Speculative decoding with a prompt-lookup (n-gram) drafter: the tokens that followed the most recent
+// earlier occurrence of the last M tokens (prompt + generated) are proposed as a draft, and the target
+// model verifies [pending token + draft] in one forward pass with the logits of every row.
+//
+// Exactness: the caller's Sampler is asked for exactly one token per emitted token, from the row of
+// logits that plain decoding would have used, in the same order -- a drafted token is accepted only when
+// the sampler's own choice at that position equals it, and the first mismatch yields the sampler's token.
+// The forward pass gives each row the same bits whatever the batch (the kernels compute every column as
+// alone, attention is per token), so under greedy decoding the output equals plain decoding token for
+// token, and under sampling it is the same draw from the same distribution (for a deterministic draft,
+// q is a point mass: accepting t when the sample from p equals t accepts with probability p(t), and the
+// rejection's sample is from p without t, renormalized: speculative sampling's rule).
+//
+// Usage, in place of plain decoding's "sample from ctx.logits(0); ctx.Eval(&token, 1)":
+//   LookupDecoder d(ctx, sampler, params, prompt);   // after the prompt was evaluated
+//   loop: t = d.Sample(); ...keep t or stop...; d.Advance(t, tokens_still_wanted);
+// The cache holds speculative rows past n_past() between calls: the caller reads the logical position
+// from n_past(), not ctx.n_past(). Prints nothing. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "edgedecode/status.h"
+#include "llm/context.h"
+#include "llm/sampler.h"
+
+namespace edgedecode::llm {
+
+struct LookupParams {
+  int n_draft = 4;     // tokens proposed per verify pass (0: off, every step a plain one)
+  int ngram_max = 3;   // the longest n-gram tried first ...
+  int ngram_min = 1;   // ... down to this one
+  // Adaptive: when the running mean of accepted tokens per verify pass (weight 1/4 on the newest pass,
+  // starting at 1) falls below min_accept_per_pass, drafting pauses for `backoff` steps that found a
+  // draft (doubled on each failed probe, up to max_backoff; reset by a pass that accepts), then probes
+  // again. It pauses too when verify passes give fewer tokens per second than plain steps, both timed
+  // here (a model too small to be bound by its weight reads: a pass of several tokens costs several
+  // steps); this makes which steps draft depend on timing, never which tokens come out. adaptive =
+  // false: draft whenever a match is found.
+  bool adaptive = true;
+  double min_accept_per_pass = 0.4;
+  int backoff = 4;
+  int max_backoff = 32;
+};
+
+struct LookupStats {
+  int64_t drafted = 0;        // draft tokens sent for verification
+  int64_t accepted = 0;       // draft tokens the target confirmed (and the caller consumed)
+  int64_t verify_passes = 0;  // forward passes with a draft
+  int64_t plain_passes = 0;   // one-token forward passes (no draft found, drafting paused)
+  int64_t tokens = 0;         // tokens sampled (one per emitted token)
+  double acceptance() const { return drafted > 0 ? static_cast<double>(accepted) / drafted : 0.0; }
+  int64_t passes() const { return verify_passes + plain_passes; }
+};
+
+// The proposal: up to n_draft tokens that followed the most recent earlier occurrence of the last n
+// tokens of `history`, for n from ngram_max down to ngram_min; empty when none occurs.
+std::vector<int32_t> LookupDraft(const std::vector<int32_t>& history, int n_draft, int ngram_max, int ngram_min);
+
+class LookupDecoder {
+ public:
+  // ctx has evaluated `prompt` (its last logits row is the next token's distribution); sampler has
+  // seen the prompt (Accept). Both outlive the decoder.
+  LookupDecoder(Context& ctx, Sampler& sampler, const LookupParams& params, std::vector<int32_t> prompt);
+
+  // The next token: the sampler's choice from the current row of logits (recorded in the sampler).
+  int32_t Sample();
+  // The caller keeps `token` (the last Sample()) and wants the one after it: moves to the next verified
+  // row when the token was the draft's, else rolls back the rejected rows and evaluates [token + a new
+  // draft of at most max_draft tokens] (max_draft: how many more tokens the caller may still want, so
+  // that no pass drafts past -n). Fails as Context::Eval does (e.g. the context is full).
+  Status Advance(int32_t token, int max_draft);
+  // After the caller rebuilt the cache itself (a context shift: ctx.Reset + Eval of kept tokens): no
+  // speculative rows remain; the next Advance evaluates from ctx.n_past().
+  void CacheRebuilt();
+
+  // Positions of the accepted sequence in the cache: the tokens before the last sampled one.
+  int n_past() const { return in_verify_ ? base_ + row_ + 1 : ctx_.n_past(); }
+  const LookupStats& stats() const { return stats_; }
+
+ private:
+  Context& ctx_;
+  Sampler& sampler_;
+  LookupParams p_;
+  std::vector<int32_t> history_;  // prompt + every sampled token kept
+  std::vector<int32_t> draft_;    // the draft of the last pass
+  bool in_verify_ = false;        // the last pass had a draft; rows 0..draft_.size() hold its logits
+  int base_ = 0;                  // cache position of the pass's first token
+  int row_ = 0;                   // the logits row the next Sample reads
+  bool matched_ = false;          // the last Sample equals draft_[row_]
+  LookupStats stats_;
+  // Adaptive state.
+  double recent_sum_ = 0;         // accepted tokens over the recent window of verify passes
+  int recent_n_ = 0;
+  int pass_accepted_ = 0;         // accepted in the current verify pass
+  int pause_ = 0;                 // steps left without drafting
+  int backoff_ = 0;
+  double pass_s_ = 0;             // seconds of the current verify pass
+  double plain_s_ = 0;            // running mean seconds of a plain step (0: none yet)
+  double verify_rate_ = 0;        // running mean tokens per second of verify passes (0: none yet)
+  void EndPass();
+};
+
+}  // namespace edgedecode::llm
