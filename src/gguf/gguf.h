@@ -141,7 +141,8 @@ class Writer {
                  const void* data, size_t nbytes);
   void AddTensorRef(const std::string& name, std::vector<int64_t> dims, GgmlType type,
                     const void* data, size_t nbytes);
-  // Writes to path + ".tmp" then renames, so a failed write never leaves a half file under the name.
+  // Writes to a temporary name beside path (base/temp_path.h) then renames, so a failed write never leaves a
+  // half file under the name.
   Status Write(const std::string& path) const;
 
  private:

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/temp_path.h"
 #include "gguf/gguf.h"
 
 namespace edgedecode::gguf {
@@ -126,7 +127,7 @@ Status Writer::Write(const std::string& path) const {
       return InvalidArgument("tensor '" + t.name + "': " + std::to_string(t.nbytes) + " bytes given, " +
                              std::to_string(n / tr.block_size * tr.type_size) + " expected for its shape and type");
   }
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = TempPathFor(path);
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) return IoError(tmp + ": cannot create: " + std::strerror(errno));
   std::vector<TensorDesc> descs;

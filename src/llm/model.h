@@ -54,7 +54,7 @@ struct Weight {
   int64_t cols = 0;  // input features (row length, ggml ne0)
   int64_t rows = 0;  // output features
   std::string name;
-  const void* packed = nullptr;    // q4_0 / q8_0 / q4_K / q6_K repacked by 8 rows (kernels::Pack), or null
+  const void* packed = nullptr;    // repacked for the kernels (kernels::Pack: q4_0 by 16-row pairs, q8_0 / q4_K / q6_K by 8 rows), or null
   size_t nbytes() const { return RowBytes(type, cols) * static_cast<size_t>(rows); }
 };
 
