@@ -72,17 +72,6 @@ std::string Shape(const std::vector<int64_t>& dims) {
   return s;
 }
 
-// Bytes decode reads per token at depth 0: every tensor once, but the token embedding only one row when a
-// separate output matrix exists (it is a lookup); when it is also the output, all of it.
-uint64_t BytesPerTokenFromFile(const gguf::File& f) {
-  uint64_t b = 0;
-  for (const gguf::TensorInfo& t : f.tensors()) b += t.nbytes;
-  const gguf::TensorInfo* e = f.FindTensor("token_embd.weight");
-  if (e != nullptr && f.FindTensor("output.weight") != nullptr && !e->dims.empty() && TypeTraits(e->type).known)
-    b -= e->nbytes - RowBytes(e->ggml_type(), e->dims[0]);
-  return b;
-}
-
 // KV bytes each token of context adds with an f16 cache: 2 (K and V) x layers x kv_heads x head_dim x 2.
 uint64_t KvBytesPerToken(const gguf::File& f, const std::string& arch) {
   const int64_t layers = f.GetIntOr(arch + ".block_count", 0), dim = f.GetIntOr(arch + ".embedding_length", 0);
@@ -126,7 +115,7 @@ int InfoMain(int argc, char** argv) {
     m.second += t.nbytes;
     total += t.nbytes;
   }
-  const uint64_t per_token = BytesPerTokenFromFile(f), kv_per_token = KvBytesPerToken(f, arch);
+  const uint64_t per_token = gguf::DecodeBytesPerToken(f), kv_per_token = KvBytesPerToken(f, arch);
   const gguf::Value* tmpl = f.Find("tokenizer.chat_template");
   const bool has_template = tmpl != nullptr && tmpl->type == gguf::ValueType::kString && !tmpl->str.empty();
   std::string template_family, template_problem;

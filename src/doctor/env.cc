@@ -194,15 +194,8 @@ ModelCheck CheckModel(const std::string& path, bool hash) {
     m.file_size = g.file_size();
     m.n_tensors = g.tensors().size();
     m.architecture = g.GetStringOr("general.architecture", "");
-    for (const auto& t : g.tensors()) {
-      m.tensor_bytes += t.nbytes;
-      // Decoding one token reads every weight once, but only one row of the embedding table.
-      const bool embd = t.name == "token_embd.weight";
-      m.bytes_per_token += embd && t.rows() > 0 ? t.nbytes / t.rows() : t.nbytes;
-    }
-    // An output head tied to the embedding reads the full table per token.
-    if (!g.FindTensor("output.weight"))
-      if (const auto* e = g.FindTensor("token_embd.weight")) m.bytes_per_token += e->nbytes - (e->rows() ? e->nbytes / e->rows() : 0);
+    for (const auto& t : g.tensors()) m.tensor_bytes += t.nbytes;
+    m.bytes_per_token = gguf::DecodeBytesPerToken(g);
   }
   std::error_code ec;
   for (const std::string& side : {path + ".sha256", fs::path(path).replace_extension(".sha256").string()}) {

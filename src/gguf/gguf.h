@@ -112,6 +112,11 @@ class File {
   std::map<std::string, size_t> tensor_index_;
 };
 
+// Bytes decoding one token reads from the file's tensors (a llama.cpp model): every tensor once, but the
+// token embedding (`token_embd.weight`) only one row, a lookup, unless it is also the output matrix (no
+// `output.weight`). The KV cache comes on top.
+uint64_t DecodeBytesPerToken(const File& f);
+
 // A tensor as a header describes it.
 struct TensorDesc {
   std::string name;

@@ -435,4 +435,12 @@ std::string File::GetStringOr(const std::string& key, const std::string& def) co
   return v && v->type == ValueType::kString ? v->str : def;
 }
 
+uint64_t DecodeBytesPerToken(const File& f) {
+  uint64_t b = 0;
+  for (const TensorInfo& t : f.tensors()) b += t.nbytes;
+  const TensorInfo* e = f.FindTensor("token_embd.weight");
+  if (e != nullptr && e->rows() > 0 && f.FindTensor("output.weight") != nullptr) b -= e->nbytes - e->nbytes / e->rows();
+  return b;
+}
+
 }  // namespace edgedecode::gguf
