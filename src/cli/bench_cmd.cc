@@ -135,8 +135,7 @@ int BenchMain(int argc, char** argv) {
   InterruptScope interrupt;
   std::string jsonl;  // --json FILE: written at the end
   auto print_json = [&](nlohmann::json j) {
-    j["schema_version"] = kJsonSchemaVersion;
-    j["command"] = "bench";
+    StampJson(j, "bench");
     const std::string line = DumpJson(j) + "\n";
     if (json.to_stdout()) {
       std::fputs(line.c_str(), stdout);
@@ -260,7 +259,7 @@ int BenchMain(int argc, char** argv) {
         for (KvRun& run : runs) {
           llm::Context& c = *run.ctx;
           c.Truncate(depth);
-          // Bandwidth beside each run: the machine is shared, so one sample per run, not one per session.
+          // Bandwidth beside each run: the machine is shared, so one sample per run, not one for the whole command.
           if (r > 0) run.gbps.push_back(bench::MeasureReadBandwidth(threads, size_t{256} << 20, 3, 4));
           attach(c, run.prof, r);
           auto t0 = Clock::now();

@@ -151,10 +151,14 @@ std::string DumpJson(const nlohmann::json& j, int indent) {
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-Status JsonOutput::Write(nlohmann::json j, const std::string& command, const std::vector<std::string>& inputs) const {
-  if (!on()) return Status::Ok();
+void StampJson(nlohmann::json& j, const std::string& command) {
   j["schema_version"] = kJsonSchemaVersion;
   j["command"] = command;
+}
+
+Status JsonOutput::Write(nlohmann::json j, const std::string& command, const std::vector<std::string>& inputs) const {
+  if (!on()) return Status::Ok();
+  StampJson(j, command);
   const std::string text = DumpJson(j) + "\n";
   if (to_stdout()) {
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -51,6 +51,9 @@ class JsonOutput {
   std::string path_;
 };
 
+// Adds schema_version and command: every JSON document (and every JSON Lines record) carries them.
+void StampJson(nlohmann::json& j, const std::string& command);
+
 // A JSON document's text; invalid UTF-8 in strings becomes U+FFFD instead of an exception.
 std::string DumpJson(const nlohmann::json& j, int indent = -1);
 

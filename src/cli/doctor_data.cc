@@ -103,8 +103,7 @@ int RunDoctorData(DoctorDataCommand cmd) {
   PrintReport(out, rep, sum);
   if (!cmd.json_path.empty()) {
     nlohmann::json j = doctor::DataReportJson(rep, sum);
-    j["schema_version"] = kJsonSchemaVersion;
-    j["command"] = "doctor data";
+    StampJson(j, "doctor data");
     const std::string text = DumpJson(j, 2) + "\n";
     if (cmd.json_path == "-") std::fputs(text.c_str(), stdout);
     else if (Status st = WriteFileAtomically(cmd.json_path, text); !st.ok()) return Fail(name, st);

@@ -19,7 +19,8 @@ Status CheckOutputIsNotInput(const std::string& output, const std::vector<std::s
     if (in.empty() || ::stat(in.c_str(), &in_st) != 0) continue;
     if (in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino)
       return InvalidArgument(what + " " + output + " is the input " + in +
-                             (output == in ? "" : " (a link to it)") + ": name another output; inputs are never overwritten");
+                             (output == in ? "" : " (the same file under another name or link)") +
+                             ": name another output; inputs are never overwritten");
   }
   return Status::Ok();
 }
