@@ -37,25 +37,6 @@ size_t DataReport::FilesWithFindings() const {
 
 namespace {
 
-// Opens `path` for reading only if it is a regular file: O_NONBLOCK so that a FIFO swapped in after the
-// walk cannot block, O_NOFOLLOW so that a link swapped in is not followed; fstat decides. Returns the fd
-// (>= 0) and its size, or -1 and why.
-int OpenRegular(const std::string& path, uint64_t* size, std::string* why) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    *why = std::string("cannot open: ") + std::strerror(errno);
-    return -1;
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    *why = "not a regular file";
-    ::close(fd);
-    return -1;
-  }
-  *size = static_cast<uint64_t>(st.st_size);
-  return fd;
-}
-
 // Up to `want` bytes from the start of fd (fewer if the file shrank since fstat).
 bool ReadFd(int fd, uint64_t want, std::vector<uint8_t>* out) {
   out->resize(want);
@@ -75,7 +56,7 @@ bool ReadFd(int fd, uint64_t want, std::vector<uint8_t>* out) {
 bool ReadAll(const std::string& path, std::vector<uint8_t>* out, uint64_t limit = kMaxImageReadBytes) {
   uint64_t size = 0;
   std::string why;
-  const int fd = OpenRegular(path, &size, &why);
+  const int fd = OpenRegularFile(path, &size, &why);
   if (fd < 0) return false;
   const bool ok = size <= limit && ReadFd(fd, size, out);
   ::close(fd);
@@ -140,7 +121,7 @@ void CheckLarge(int fd, const std::string& abs, FileReport* r, const DataOptions
 void CheckOne(const std::string& abs, FileReport* r, const DataOptions& opt, std::vector<uint8_t>* buf) {
   uint64_t size = 0;
   std::string why;
-  const int fd = OpenRegular(abs, &size, &why);
+  const int fd = OpenRegularFile(abs, &size, &why);
   if (fd < 0) {
     r->findings.push_back(Note(FindingCode::kUnreadable, Severity::kError, why));
     return;
@@ -407,11 +388,10 @@ std::string ManifestText(const DataReport& r) {
 }
 
 Status VerifyAgainst(const std::string& manifest_path, DataReport* r) {
-  std::ifstream in(manifest_path, std::ios::binary);
-  if (!in) return IoError(manifest_path + ": cannot open manifest");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  ChecksumList list = ParseSha256Sums(ss.str());
+  std::string text, why;
+  if (!ReadRegularFile(manifest_path, kMaxChecksumListBytes, &text, &why))
+    return IoError(manifest_path + ": cannot read the manifest (" + why + ")");
+  ChecksumList list = ParseSha256Sums(text);
   // As sha256sum -c: a list with no usable line is an error; bad lines beside good ones are
   // reported (file and line) and the good lines are still checked.
   if (list.entries.empty())

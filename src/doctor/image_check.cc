@@ -167,9 +167,9 @@ void DecodeJpeg(const uint8_t* data, size_t n, ImageCheck* out) {
   ctx.out = out;
   ctx.line = nullptr;
   JpegProgress progress;
+  std::memset(&progress, 0, sizeof progress);
   progress.pub.progress_monitor = JpegScanLimit;
   progress.ctx = &ctx;
-  d.progress = &progress.pub;
   if (setjmp(ctx.jump)) {
     std::free(ctx.line);
     if (d.image_width) FillJpegInfo(&d, &out->info);
@@ -177,6 +177,7 @@ void DecodeJpeg(const uint8_t* data, size_t n, ImageCheck* out) {
     return;
   }
   jpeg_create_decompress(&d);
+  d.progress = &progress.pub;  // after jpeg_create_decompress, which clears the struct
   // A second guard behind the pixel limits: libjpeg fails instead of allocating past this.
   d.mem->max_memory_to_use = 1L << 30;
   jpeg_mem_src(&d, data, static_cast<unsigned long>(n));
@@ -857,7 +858,7 @@ void PngDamageFindings(const uint8_t* data, size_t n, ImageCheck* out) {
     bool named = false;
     for (size_t r : reported) named |= r == c.offset;
     if (named) continue;
-    if (c.complete && !c.crc_ok)
+    if (c.complete && !c.crc_ok && RoomForMessage(out))  // a file of 100,000 bad chunks: counted, not listed
       out->findings.push_back(Make(FindingCode::kCorrupt, "PNG: chunk " + c.type + " at byte " + std::to_string(c.offset) +
                                    ": CRC mismatch (every chunk's CRC is checked here; the decoder stopped before reaching this one)",
                                    static_cast<int64_t>(c.offset)));
