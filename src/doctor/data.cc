@@ -81,10 +81,10 @@ Finding Note(FindingCode code, Severity sev, std::string msg) {
 // What --fix needs of a text conversion: the UTF-8 (only when it differs from the input) and the
 // counts its log reports.
 void KeepConversion(const DataOptions& opt, Conversion* conv, FileReport* r) {
-  r->bad_sequences = conv->bad.size();
+  r->bad_sequences = conv->BadCount();
   r->repaired_lines.clear();
   for (const auto& l : conv->repaired) r->repaired_lines.push_back(l.line);
-  const bool changed = r->text.encoding != "UTF-8" || r->text.bom_bytes || !conv->bad.empty() || !conv->repaired.empty();
+  const bool changed = r->text.encoding != "UTF-8" || r->text.bom_bytes || conv->BadCount() || !conv->repaired.empty();
   if (opt.keep_text && changed) r->utf8 = std::move(conv->utf8);
 }
 

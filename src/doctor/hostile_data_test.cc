@@ -25,6 +25,7 @@
 #include "doctor/hash.h"
 #include "doctor/oci.h"
 #include "doctor/test_util.h"
+#include "doctor/text_check.h"
 
 namespace edgedecode::doctor {
 namespace {
@@ -284,6 +285,28 @@ TEST(HostileOci, OversizedManifestIsAFindingNotARead) {
   EXPECT_NE(out.find("manifest-invalid " + std::string(kManifestType) + " blob is " + std::to_string(body.size()) +
                      " bytes, over the limit of 4194304 bytes"),
             std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace edgedecode::doctor
+
+namespace edgedecode::doctor {
+namespace {
+
+TEST(HostileText, MillionsOfInvalidSequencesStayBoundedAndCounted) {
+  // 24 MiB of "a\xFF" converted as UTF-8: 12 million bad sequences. Listing each cost ~100 bytes (over
+  // 1 GB); the first 20 are listed and the rest counted.
+  std::string s;
+  s.reserve(24 << 20);
+  for (int i = 0; i < (12 << 20); ++i) s += (i % 64 == 63) ? "\n\xFF" : "a\xFF";
+  auto r = RunBounded([&] {
+    Conversion c = ConvertToUtf8(reinterpret_cast<const uint8_t*>(s.data()), s.size(), "UTF-8", 0);
+    return std::to_string(c.bad.size()) + " " + std::to_string(c.BadCount()) + " " + std::to_string(c.bad_tail.lines);
+  });
+  ASSERT_TRUE(r.ok) << r.how << ": " << r.out;
+  EXPECT_EQ(r.out, std::to_string(kMaxFindingsPerCode) + " " + std::to_string(12 << 20) + " " +
+                       std::to_string((12 << 20) / 64 + 1))  // every line: line 1's 21st on are counted too
+      << r.out;
 }
 
 }  // namespace
