@@ -588,10 +588,12 @@ std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection
   if (d.encoding == "UTF-8") {
     // U+FFFD already in the text: an earlier lossy conversion (ours with --fix included) lost bytes
     // here. Reported so that a repaired copy never checks clean.
+    // The first ones past the cap are kept too (the summary names where they start); the rest counted.
     std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> at;  // offset, (line, column)
+    size_t total = 0;
     int64_t line = 1, col = 1;
     for (size_t i = d.bom_bytes; i < n; ++i) {
-      if (i + 2 < n && data[i] == 0xEF && data[i + 1] == 0xBF && data[i + 2] == 0xBD)
+      if (i + 2 < n && data[i] == 0xEF && data[i + 1] == 0xBF && data[i + 2] == 0xBD && total++ <= kMaxFindingsPerCode)
         at.push_back({static_cast<int64_t>(i), {line, col}});
       if (data[i] == '\n') { ++line; col = 1; }
       else if ((data[i] & 0xC0) != 0x80) ++col;
@@ -602,10 +604,10 @@ std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection
       f->line = at[i].second.first;
       f->column = at[i].second.second;
     }
-    if (at.size() > kMaxFindingsPerCode) {
+    if (total > kMaxFindingsPerCode) {
       Finding* f = add(FindingCode::kReplacementCharacter, Severity::kWarning,
-                       std::to_string(at.size() - kMaxFindingsPerCode) + " more U+FFFD characters (" +
-                           std::to_string(at.size()) + " in all)", at[kMaxFindingsPerCode].first);
+                       std::to_string(total - kMaxFindingsPerCode) + " more U+FFFD characters (" +
+                           std::to_string(total) + " in all)", at[kMaxFindingsPerCode].first);
       f->line = at[kMaxFindingsPerCode].second.first;
       f->column = at[kMaxFindingsPerCode].second.second;
     }
