@@ -311,3 +311,31 @@ TEST(HostileText, MillionsOfInvalidSequencesStayBoundedAndCounted) {
 
 }  // namespace
 }  // namespace edgedecode::doctor
+
+namespace edgedecode::doctor {
+namespace {
+
+TEST(HostileReferrers, NonUtf8HeaderInATranscriptKeepsTheJsonValid) {
+  TempDir t;
+  WriteBytes(t / "reply.txt", std::string("HTTP/1.1 302 Found\r\nLocation: https://sso.example/caf\xE9/login\x1B[2J\r\n"
+                                          "Content-Length: 0\r\n\r\n"));
+  const std::string cmd = std::string(EDGEDECODE_BINARY) + " doctor env --no-bandwidth --referrers-response " +
+                          (t / "reply.txt") + " --json " + (t / "out.json") + " > " + (t / "out.txt") + " 2>&1";
+  const int st = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(st)) << cmd;
+  EXPECT_EQ(WEXITSTATUS(st), 1) << cmd;
+  std::ifstream in(t / "out.json");
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(in)) << "the JSON report must be valid UTF-8";
+  EXPECT_EQ(j["referrers_response"]["code"], "referrers-login-redirect");
+  EXPECT_NE(j["referrers_response"]["message"].get<std::string>().find("caf\xEF\xBF\xBD/login"), std::string::npos)
+      << j.dump();
+  std::ifstream tin(t / "out.txt");
+  std::stringstream text;
+  text << tin.rdbuf();
+  EXPECT_NE(text.str().find("caf\\xe9/login\\x1b[2J"), std::string::npos) << text.str();
+  EXPECT_EQ(text.str().find('\x1B'), std::string::npos) << "a header must not drive the terminal";
+}
+
+}  // namespace
+}  // namespace edgedecode::doctor
