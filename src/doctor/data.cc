@@ -568,10 +568,13 @@ bool WriteFile(const fs::path& out_dir, const fs::path& p, const void* data, siz
   return ::close(fd) == 0 && done == n;
 }
 
-// Findings that mean the file's content is damaged (not merely unsuitable for the target).
+// Findings that mean the file's content is damaged (not merely unsuitable for the target), or was not
+// decoded at all (over a size limit, a variant this libjpeg does not decode): the rewrite would decode it
+// with no limit of its own.
 bool Damaged(const FileReport& f, std::string* why) {
   for (const auto& x : f.findings)
-    if (x.code == FindingCode::kTruncated || x.code == FindingCode::kCorrupt || x.code == FindingCode::kEmpty) {
+    if (x.code == FindingCode::kTruncated || x.code == FindingCode::kCorrupt || x.code == FindingCode::kEmpty ||
+        x.code == FindingCode::kUnsupportedVariant) {
       *why = std::string(FindingCodeName(x.code)) + ": " + x.message;
       return true;
     }

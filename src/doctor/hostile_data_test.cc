@@ -339,3 +339,38 @@ TEST(HostileReferrers, NonUtf8HeaderInATranscriptKeepsTheJsonValid) {
 
 }  // namespace
 }  // namespace edgedecode::doctor
+
+namespace edgedecode::doctor {
+namespace {
+
+TEST(HostileData, FixNeverRewritesAJpegOverTheSizeLimit) {
+  // A 65500x65500 header on a small JPEG: not decoded (unsupported-variant); --fix must not resize it,
+  // which would decode it with no limit of its own.
+  TempDir t, out;
+  std::vector<uint8_t> b = testing::ReadBytes(testing::Testdata("images/pillow/hopper.jpg"));
+  size_t i = 2;
+  while (i + 9 < b.size() && !(b[i] == 0xFF && b[i + 1] == 0xC0)) i += 2 + (static_cast<size_t>(b[i + 2]) << 8 | b[i + 3]);
+  ASSERT_LT(i + 9, b.size());
+  b[i + 5] = b[i + 7] = 0xFF;
+  b[i + 6] = b[i + 8] = 0xDC;  // 65500
+  WriteBytes(t / "huge.jpg", b);
+  DataOptions opt;
+  opt.root = t.path;
+  HwDecoder hw;
+  hw.max_width = hw.max_height = 1024;
+  opt.hw = hw;
+  auto r = RunBounded([&] {
+    auto rep = CheckTree(opt);
+    if (!rep.ok()) return "error: " + rep.status().message();
+    std::string log;
+    for (const std::string& l : WriteFixes(rep.value(), out.path)) log += l + "\n";
+    return log + Listed(rep.value());
+  });
+  ASSERT_TRUE(r.ok) << r.how << ": " << r.out;
+  EXPECT_NE(r.out.find("huge.jpg: REFUSED to rewrite for the target (unsupported-variant: image too large"), std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(out / "huge.jpg"));
+}
+
+}  // namespace
+}  // namespace edgedecode::doctor
