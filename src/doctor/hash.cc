@@ -155,9 +155,11 @@ int OpenRegularFile(const std::string& path, uint64_t* size, std::string* why) {
     *why = std::string("cannot open: ") + std::strerror(errno);
     return -1;
   }
-  struct stat st;
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    *why = S_ISFIFO(st.st_mode) ? "is a FIFO (named pipe), not a regular file" : "is not a regular file";
+    *why = S_ISFIFO(st.st_mode)  ? "is a FIFO (named pipe), not a regular file"
+           : S_ISDIR(st.st_mode) ? "is a folder, not a regular file"
+                                 : "is not a regular file";
     ::close(fd);
     return -1;
   }
