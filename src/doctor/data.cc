@@ -1,9 +1,11 @@
 #include "doctor/data.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <unistd.h>
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <atomic>
@@ -35,16 +37,30 @@ size_t DataReport::FilesWithFindings() const {
 
 namespace {
 
-bool ReadAll(const std::string& path, std::vector<uint8_t>* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  in.seekg(0, std::ios::end);
-  std::streamoff n = in.tellg();
-  if (n < 0) return false;
-  in.seekg(0);
-  out->resize(static_cast<size_t>(n));
-  if (n && !in.read(reinterpret_cast<char*>(out->data()), n)) return false;
+// Up to `want` bytes from the start of fd (fewer if the file shrank since fstat).
+bool ReadFd(int fd, uint64_t want, std::vector<uint8_t>* out) {
+  out->resize(want);
+  uint64_t got = 0;
+  while (got < want) {
+    const ssize_t r = ::pread(fd, out->data() + got, want - got, static_cast<off_t>(got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return false;
+    if (r == 0) break;
+    got += static_cast<uint64_t>(r);
+  }
+  out->resize(got);
   return true;
+}
+
+// The whole of a regular file of at most `limit` bytes.
+bool ReadAll(const std::string& path, std::vector<uint8_t>* out, uint64_t limit = kMaxImageReadBytes) {
+  uint64_t size = 0;
+  std::string why;
+  const int fd = OpenRegularFile(path, &size, &why);
+  if (fd < 0) return false;
+  const bool ok = size <= limit && ReadFd(fd, size, out);
+  ::close(fd);
+  return ok;
 }
 
 std::string Renamed(const std::string& path, const char* ext) {
@@ -65,17 +81,65 @@ Finding Note(FindingCode code, Severity sev, std::string msg) {
 // What --fix needs of a text conversion: the UTF-8 (only when it differs from the input) and the
 // counts its log reports.
 void KeepConversion(const DataOptions& opt, Conversion* conv, FileReport* r) {
-  r->bad_sequences = conv->bad.size();
+  r->bad_sequences = conv->BadCount();
   r->repaired_lines.clear();
   for (const auto& l : conv->repaired) r->repaired_lines.push_back(l.line);
-  const bool changed = r->text.encoding != "UTF-8" || r->text.bom_bytes || !conv->bad.empty() || !conv->repaired.empty();
+  const bool changed = r->text.encoding != "UTF-8" || r->text.bom_bytes || conv->BadCount() || !conv->repaired.empty();
   if (opt.keep_text && changed) r->utf8 = std::move(conv->utf8);
+}
+
+bool IsTextFormat(Format f) {
+  return f == Format::kText || f == Format::kJson || f == Format::kXml || f == Format::kHtml;
+}
+
+// A file over the read limit: sniffed from its head, hashed streaming, and never read whole.
+void CheckLarge(int fd, const std::string& abs, FileReport* r, const DataOptions& opt, std::vector<uint8_t>* buf) {
+  if (!ReadFd(fd, 4096, buf)) {
+    r->findings.push_back(Note(FindingCode::kUnreadable, Severity::kError, std::string("read error: ") + std::strerror(errno)));
+    return;
+  }
+  r->content = SniffContent(buf->data(), buf->size(), r->size);
+  r->by_extension = FormatFromExtension(r->path);
+  if (opt.hash) {
+    auto h = Sha256File(abs);
+    if (h.ok()) r->sha256 = h.value();
+    else r->findings.push_back(Note(FindingCode::kUnreadable, Severity::kError, h.status().message()));
+  }
+  const bool image = IsImageFormat(r->content) || IsImageFormat(r->by_extension);
+  const bool text = IsTextFormat(r->content) || r->by_extension == Format::kText ||
+                    r->by_extension == Format::kJson || r->by_extension == Format::kXml;
+  if (!image && !text) return;  // not a format doctor checks: the hash is all there is to do
+  r->is_image = image;
+  const uint64_t limit = image ? kMaxImageReadBytes : kMaxTextReadBytes;
+  r->findings.push_back(Note(FindingCode::kTooLarge, Severity::kWarning,
+                             std::to_string(r->size) + " bytes of " + FormatName(image && IsImageFormat(r->content) ? r->content : r->by_extension) +
+                                 ", over the limit of " + std::to_string(limit) + " bytes read whole for a " +
+                                 (image ? "decode" : "text check") + ": not checked" + (opt.hash ? " (hashed)" : "")));
 }
 
 // Everything about one file that does not need its neighbours.
 void CheckOne(const std::string& abs, FileReport* r, const DataOptions& opt, std::vector<uint8_t>* buf) {
-  if (!ReadAll(abs, buf)) {
-    r->findings.push_back(Note(FindingCode::kUnreadable, Severity::kError, "cannot read the file"));
+  uint64_t size = 0;
+  std::string why;
+  const int fd = OpenRegularFile(abs, &size, &why);
+  if (fd < 0) {
+    r->findings.push_back(Note(FindingCode::kUnreadable, Severity::kError, why));
+    return;
+  }
+  r->size = size;
+  // Text is checked up to the lower limit; images up to the higher one (the sniff decides which).
+  const Format ext = FormatFromExtension(r->path);
+  const bool text_ext = ext == Format::kText || ext == Format::kJson || ext == Format::kXml;
+  if (size > kMaxImageReadBytes || (size > kMaxTextReadBytes && text_ext)) {
+    CheckLarge(fd, abs, r, opt, buf);
+    ::close(fd);
+    return;
+  }
+  const bool read_ok = ReadFd(fd, size, buf);
+  const int read_errno = errno;
+  ::close(fd);
+  if (!read_ok) {
+    r->findings.push_back(Note(FindingCode::kUnreadable, Severity::kError, std::string("read error: ") + std::strerror(read_errno)));
     return;
   }
   const uint8_t* d = buf->data();
@@ -83,7 +147,7 @@ void CheckOne(const std::string& abs, FileReport* r, const DataOptions& opt, std
   r->size = n;
   if (opt.hash) r->sha256 = Sha256Hex(d, n);
   r->content = SniffContent(d, std::min<size_t>(n, 4096), n);
-  r->by_extension = FormatFromExtension(r->path);
+  r->by_extension = ext;
   const bool ext_image = IsImageFormat(r->by_extension);
   if (r->content == Format::kEmpty) {
     if (ext_image || r->by_extension != Format::kUnknown)
@@ -131,10 +195,13 @@ void CheckOne(const std::string& abs, FileReport* r, const DataOptions& opt, std
     r->findings.push_back(std::move(f));
     return;
   }
-  const bool textish = r->content == Format::kText || r->content == Format::kJson ||
-                       r->content == Format::kXml || r->content == Format::kHtml;
-  const bool text_ext = r->by_extension == Format::kText || r->by_extension == Format::kJson ||
-                        r->by_extension == Format::kXml;
+  const bool textish = IsTextFormat(r->content);
+  if ((textish || text_ext) && n > kMaxTextReadBytes) {  // text content under a name that is not text's
+    r->findings.push_back(Note(FindingCode::kTooLarge, Severity::kWarning,
+                               std::to_string(n) + " bytes of text, over the limit of " +
+                                   std::to_string(kMaxTextReadBytes) + " bytes of a text check: not checked"));
+    return;
+  }
   if (textish || text_ext) {
     r->is_text = true;
     r->text = DetectEncoding(d, n);
@@ -159,7 +226,7 @@ void VoteAndFinish(const DataOptions& opt, DataReport* rep) {
   std::vector<uint8_t> buf;
   for (auto& f : rep->files) {
     if (!f.is_text || f.text.how != "undecidable") continue;
-    if (!ReadAll(rep->root + "/" + f.path, &buf)) continue;
+    if (!ReadAll(rep->root + "/" + f.path, &buf, kMaxTextReadBytes)) continue;
     auto it = votes.find(Parent(f.path));
     if (it != votes.end()) {
       std::string best;
@@ -183,6 +250,82 @@ void VoteAndFinish(const DataOptions& opt, DataReport* rep) {
   }
 }
 
+// An entry the walk reports instead of checking.
+FileReport Entry(const std::string& rel, FindingCode code, Severity sev, std::string msg) {
+  FileReport r;
+  r.path = rel;
+  r.not_a_file = true;
+  r.findings.push_back(Note(code, sev, std::move(msg)));
+  return r;
+}
+
+const char* SpecialKind(fs::file_type t) {
+  switch (t) {
+    case fs::file_type::fifo: return "a FIFO (named pipe): reading it would block";
+    case fs::file_type::socket: return "a socket";
+    case fs::file_type::block: return "a block device";
+    case fs::file_type::character: return "a character device";
+    default: return "not a regular file, folder or symlink";
+  }
+}
+
+// Every entry below root (paths relative to it). Regular files are checked later; folders that cannot
+// be listed, dangling links, link loops and special files (FIFO, socket, device) each get a finding
+// here and are never opened. Links to files or folders are not followed (as before: a link could
+// leave the tree, or count a file twice). Uses the error_code overloads throughout: nothing throws.
+void Walk(const std::string& root, std::vector<FileReport>* files) {
+  std::vector<std::string> folders{""};
+  while (!folders.empty()) {
+    const std::string rel = std::move(folders.back());
+    folders.pop_back();
+    const std::string abs = rel.empty() ? root : (root == "/" ? "/" + rel : root + "/" + rel);
+    std::error_code ec;
+    fs::directory_iterator it(abs, ec);
+    const std::string shown = rel.empty() ? "." : rel + "/";
+    if (ec) {
+      files->push_back(Entry(shown, FindingCode::kUnreadable, Severity::kError,
+                             "folder cannot be listed (" + ec.message() + "): nothing in it was checked"));
+      continue;
+    }
+    for (; it != fs::directory_iterator(); it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      const std::string child = rel.empty() ? name : rel + "/" + name;
+      std::error_code e2;
+      const fs::file_status st = it->symlink_status(e2);
+      if (e2) {
+        files->push_back(Entry(child, FindingCode::kUnreadable, Severity::kError, "cannot stat: " + e2.message()));
+        continue;
+      }
+      switch (st.type()) {
+        case fs::file_type::directory: folders.push_back(child); break;
+        case fs::file_type::regular: {
+          FileReport fr;
+          fr.path = child;
+          files->push_back(std::move(fr));
+          break;
+        }
+        case fs::file_type::symlink: {
+          std::error_code e3;
+          const fs::file_status target = fs::status(it->path(), e3);
+          if (e3.value() == ELOOP)
+            files->push_back(Entry(child, FindingCode::kSymlinkLoop, Severity::kError,
+                                   "a symlink loop (too many levels of symbolic links)"));
+          else if (target.type() == fs::file_type::not_found)
+            files->push_back(Entry(child, FindingCode::kDanglingSymlink, Severity::kWarning,
+                                   "a symlink to a missing target (" + fs::read_symlink(it->path(), e3).string() + ")"));
+          break;
+        }
+        default:
+          files->push_back(Entry(child, FindingCode::kNotARegularFile, Severity::kWarning,
+                                 std::string(SpecialKind(st.type())) + "; not read"));
+      }
+    }
+    if (ec)
+      files->push_back(Entry(shown, FindingCode::kUnreadable, Severity::kError,
+                             "listing the folder failed (" + ec.message() + "): some entries were not checked"));
+  }
+}
+
 }  // namespace
 
 Result<DataReport> CheckTree(const DataOptions& opt) {
@@ -192,17 +335,8 @@ Result<DataReport> CheckTree(const DataOptions& opt) {
   rep.root = opt.root;
   while (rep.root.size() > 1 && rep.root.back() == '/') rep.root.pop_back();
   auto t0 = std::chrono::steady_clock::now();
-  fs::recursive_directory_iterator it(rep.root, fs::directory_options::skip_permission_denied, ec);
-  if (ec) return IoError(opt.root + ": " + ec.message());
-  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    std::error_code ec2;
-    if (!it->is_regular_file(ec2) || it->is_symlink(ec2)) continue;
-    FileReport fr;
-    // The iterator's paths start with root + "/": strip it (fs::relative would realpath every file).
-    fr.path = it->path().generic_string().substr(rep.root == "/" ? 1 : rep.root.size() + 1);
-    rep.files.push_back(std::move(fr));
-  }
+  if (fs::directory_iterator probe(rep.root, ec); ec) return IoError(opt.root + ": " + ec.message());
+  Walk(rep.root, &rep.files);
   std::sort(rep.files.begin(), rep.files.end(),
             [](const FileReport& a, const FileReport& b) { return a.path < b.path; });
   int jobs = opt.jobs > 0 ? opt.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -215,7 +349,7 @@ Result<DataReport> CheckTree(const DataOptions& opt) {
   auto worker = [&] {
     std::vector<uint8_t> buf;
     for (size_t i; !stopped.load() && (i = next.fetch_add(1)) < rep.files.size();) {
-      CheckOne(rep.root + "/" + rep.files[i].path, &rep.files[i], opt, &buf);
+      if (!rep.files[i].not_a_file) CheckOne(rep.root + "/" + rep.files[i].path, &rep.files[i], opt, &buf);
       checked[i] = 1;
       for (auto& f : rep.files[i].findings) f.path = rep.files[i].path;
       done.fetch_add(1);
@@ -254,11 +388,10 @@ std::string ManifestText(const DataReport& r) {
 }
 
 Status VerifyAgainst(const std::string& manifest_path, DataReport* r) {
-  std::ifstream in(manifest_path, std::ios::binary);
-  if (!in) return IoError(manifest_path + ": cannot open manifest");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  ChecksumList list = ParseSha256Sums(ss.str());
+  std::string text, why;
+  if (!ReadRegularFile(manifest_path, kMaxChecksumListBytes, &text, &why))
+    return IoError(manifest_path + ": cannot read the manifest (" + why + ")");
+  ChecksumList list = ParseSha256Sums(text);
   // As sha256sum -c: a list with no usable line is an error; bad lines beside good ones are
   // reported (file and line) and the good lines are still checked.
   if (list.entries.empty())
@@ -289,7 +422,8 @@ Status VerifyAgainst(const std::string& manifest_path, DataReport* r) {
   auto rel = mp.lexically_relative(rp).generic_string();
   if (!rel.empty() && rel.rfind("..", 0) != 0) self = rel;
   std::map<std::string, FileReport*> have;
-  for (auto& f : r->files) have[f.path] = &f;
+  for (auto& f : r->files)
+    if (!f.not_a_file) have[f.path] = &f;
   // Reports for files not in the tree go to `ghosts`, appended at the end: pushing into r->files
   // here would move the reports `have` points to.
   std::vector<FileReport> ghosts;
@@ -328,7 +462,7 @@ Status VerifyAgainst(const std::string& manifest_path, DataReport* r) {
     manifest_report->findings.push_back(f);
   }
   for (auto& f : r->files) {
-    if (want.count(f.path) || f.path == self || f.path == self + ".json") continue;
+    if (f.not_a_file || want.count(f.path) || f.path == self || f.path == self + ".json") continue;
     Finding x = Note(FindingCode::kUnexpected, Severity::kWarning, "in the tree but not in the manifest");
     x.path = f.path;
     f.findings.push_back(x);
@@ -344,7 +478,7 @@ DataSummary Summarize(const DataReport& r) {
   DataSummary s;
   for (const auto& f : r.files) {
     const bool ghost = f.size == 0 && f.content == Format::kUnknown && f.findings.size();
-    std::string fmt = FormatName(f.content);
+    std::string fmt = f.not_a_file ? "not-a-file" : FormatName(f.content);
     if (ghost && f.findings[0].code == FindingCode::kMissing) fmt = "missing";
     else if (ghost && f.findings[0].code == FindingCode::kChecksumLineInvalid) fmt = "manifest";
     s.by_format[fmt]++;
@@ -372,7 +506,7 @@ nlohmann::json DataReportJson(const DataReport& r, const DataSummary& s) {
   j["by_finding"] = s.by_finding;
   json items = json::array(), findings = json::array();
   for (const auto& f : r.files) {
-    json it = {{"path", f.path}, {"size", f.size}, {"format", FormatName(f.content)},
+    json it = {{"path", f.path}, {"size", f.size}, {"format", f.not_a_file ? "not-a-file" : FormatName(f.content)},
                {"extension_format", FormatName(f.by_extension)}};
     if (f.is_image) {
       it["width"] = f.image.width;
@@ -434,10 +568,13 @@ bool WriteFile(const fs::path& out_dir, const fs::path& p, const void* data, siz
   return ::close(fd) == 0 && done == n;
 }
 
-// Findings that mean the file's content is damaged (not merely unsuitable for the target).
+// Findings that mean the file's content is damaged (not merely unsuitable for the target), or was not
+// decoded at all (over a size limit, a variant this libjpeg does not decode): the rewrite would decode it
+// with no limit of its own.
 bool Damaged(const FileReport& f, std::string* why) {
   for (const auto& x : f.findings)
-    if (x.code == FindingCode::kTruncated || x.code == FindingCode::kCorrupt || x.code == FindingCode::kEmpty) {
+    if (x.code == FindingCode::kTruncated || x.code == FindingCode::kCorrupt || x.code == FindingCode::kEmpty ||
+        x.code == FindingCode::kUnsupportedVariant) {
       *why = std::string(FindingCodeName(x.code)) + ": " + x.message;
       return true;
     }

@@ -19,6 +19,11 @@
 
 namespace edgedecode::doctor {
 
+// What is read whole into memory for a format check (images, text). A larger file is hashed streaming
+// (--manifest / --verify) and gets a too-large finding instead of a decode; nothing else is read whole.
+inline constexpr uint64_t kMaxImageReadBytes = uint64_t{1} << 30;
+inline constexpr uint64_t kMaxTextReadBytes = uint64_t{256} << 20;  // the conversion holds a few copies
+
 struct DataOptions {
   std::string root;
   int jobs = 0;                    // 0 = hardware concurrency
@@ -44,6 +49,9 @@ struct FileReport {
   std::vector<int64_t> repaired_lines;  // text: lines decoded as text.secondary (mixed-encoding)
   std::string sha256;
   std::vector<Finding> findings;
+  // A folder that cannot be listed, a dangling link or loop, a FIFO, socket or device: reported by the
+  // walk (a finding with its path) and never opened.
+  bool not_a_file = false;
 };
 
 struct DataReport {
@@ -52,7 +60,7 @@ struct DataReport {
   double seconds = 0;
   int jobs = 1;
   bool interrupted = false;        // `stop` said so: files holds only the files that were checked
-  size_t files_found = 0;          // regular files in the tree (== files.size() unless interrupted)
+  size_t files_found = 0;          // entries in files (regular files and not_a_file entries) before any interrupt
   size_t FilesWithFindings() const;  // findings of severity warning or error
 };
 

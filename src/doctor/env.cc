@@ -176,6 +176,22 @@ CpuInfo ReadCpuInfo() {
 
 ModelCheck CheckModel(const std::string& path, bool hash) {
   ModelCheck m;
+  // The GGUF reader's open() would wait forever on a FIFO: only a regular file is opened.
+  {
+    uint64_t size = 0;
+    std::string why;
+    const int fd = OpenRegularFile(path, &size, &why);
+    if (fd < 0) {
+      m.error = path + ": " + why;
+      Finding x;
+      x.code = FindingCode::kModelUnreadable;
+      x.path = path;
+      x.message = m.error;
+      m.findings.push_back(std::move(x));
+      return m;
+    }
+    ::close(fd);
+  }
   auto f = gguf::File::Open(path);
   auto add = [&](FindingCode code, std::string msg) {
     Finding x;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace edgedecode::doctor {
@@ -36,13 +37,17 @@ const char* SeverityName(Severity s);
   X(kBom, "bom", "a byte order mark at the start of the text")                                              \
   X(kMixedEncoding, "mixed-encoding", "a line of a UTF-8 file in another encoding (--fix decodes it losslessly)") \
   X(kReplacementCharacter, "replacement-character", "U+FFFD in UTF-8 text: bytes lost by an earlier conversion") \
+  /* doctor data: the walk and limits */                                                                   \
+  X(kNotARegularFile, "not-a-regular-file", "a FIFO, socket or device file in the tree: never opened")      \
+  X(kDanglingSymlink, "dangling-symlink", "a symlink whose target does not exist")                          \
+  X(kTooLarge, "too-large", "over the size limit of a format check: hashed, not decoded")                   \
   /* doctor data --fix */                                                                                   \
   X(kFixRefused, "fix-refused", "--fix would have rewritten a damaged image into a copy that checks clean")  \
   /* doctor data --verify, doctor env --model */                                                            \
   X(kHashMismatch, "hash-mismatch", "the SHA-256 differs from the manifest's or side file's")               \
   X(kMissing, "missing", "listed in the manifest but not in the tree")                                      \
   X(kUnexpected, "unexpected", "in the tree but not in the manifest")                                       \
-  X(kUnreadable, "unreadable", "the file cannot be read")                                                   \
+  X(kUnreadable, "unreadable", "the file cannot be read (or the folder cannot be listed)")                  \
   X(kChecksumLineInvalid, "checksum-line-invalid",                                                          \
     "a checksum line sha256sum -c calls improperly formatted (file and line)")                              \
   X(kChecksumNotListed, "checksum-not-listed", "a MODEL.sha256 that lists other files, not the model")      \
@@ -89,6 +94,11 @@ const char* FindingCodeText(FindingCode c);
 std::vector<FindingCode> AllFindingCodes();
 // Prints FindingCodeName (test messages).
 std::ostream& operator<<(std::ostream& os, FindingCode c);
+
+// `s` for a terminal: valid UTF-8 is kept; bytes that are not (a file name in Latin-1, a header in a
+// saved transcript) and control characters (an escape sequence in a name) become \xNN, so the text
+// report stays readable and cannot drive the terminal. The JSON output writes U+FFFD instead.
+std::string PrintableText(std::string_view s);
 
 struct Finding {
   std::string path;      // relative to the scanned root

@@ -1,7 +1,13 @@
 #include "doctor/hash.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -136,14 +142,53 @@ bool ParseLine(std::string_view s, int* reversed, ChecksumEntry* e, std::string*
 }
 
 std::string Slurp(const std::string& path, bool* ok) {
-  std::ifstream in(path, std::ios::binary);
-  *ok = static_cast<bool>(in);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text, why;
+  *ok = ReadRegularFile(path, kMaxChecksumListBytes, &text, &why);
+  return text;
 }
 
 }  // namespace
+
+int OpenRegularFile(const std::string& path, uint64_t* size, std::string* why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    *why = std::string("cannot open: ") + std::strerror(errno);
+    return -1;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *why = S_ISFIFO(st.st_mode)  ? "is a FIFO (named pipe), not a regular file"
+           : S_ISDIR(st.st_mode) ? "is a folder, not a regular file"
+                                 : "is not a regular file";
+    ::close(fd);
+    return -1;
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  *size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
+
+bool ReadRegularFile(const std::string& path, uint64_t limit, std::string* out, std::string* why) {
+  uint64_t size = 0;
+  const int fd = OpenRegularFile(path, &size, why);
+  if (fd < 0) return false;
+  if (size > limit) {
+    *why = "is " + std::to_string(size) + " bytes, over the limit of " + std::to_string(limit);
+    ::close(fd);
+    return false;
+  }
+  out->assign(static_cast<size_t>(size), '\0');
+  uint64_t got = 0;
+  while (got < size) {
+    const ssize_t r = ::read(fd, out->data() + got, size - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += static_cast<uint64_t>(r);
+  }
+  out->resize(static_cast<size_t>(got));
+  ::close(fd);
+  return true;
+}
 
 std::string Sha256Hex(const uint8_t* data, size_t n) {
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -153,8 +198,15 @@ std::string Sha256Hex(const uint8_t* data, size_t n) {
 }
 
 Result<std::string> Sha256File(const std::string& path, uint64_t* size_out) {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
-  if (!f) return IoError(path + ": cannot open for reading");
+  uint64_t size = 0;
+  std::string why;
+  const int fd = OpenRegularFile(path, &size, &why);
+  if (fd < 0) return IoError(path + ": " + why);
+  std::unique_ptr<FILE, int (*)(FILE*)> f(::fdopen(fd, "rb"), std::fclose);
+  if (!f) {
+    ::close(fd);
+    return IoError(path + ": cannot open for reading");
+  }
   std::unique_ptr<EVP_MD_CTX, CtxFree> ctx(EVP_MD_CTX_new());
   EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
   std::vector<unsigned char> buf(1 << 20);

@@ -12,6 +12,15 @@
 
 namespace edgedecode::doctor {
 
+// Opens `path` read-only only if it is a regular file: a FIFO is never waited on (opened O_NONBLOCK, then
+// fstat decides) and a device is never read. Returns the fd (blocking again) and its size in *size, or
+// -1 and why in *why.
+int OpenRegularFile(const std::string& path, uint64_t* size, std::string* why);
+// The whole of a regular file of at most `limit` bytes into *out; false and why otherwise.
+bool ReadRegularFile(const std::string& path, uint64_t limit, std::string* out, std::string* why);
+// Checksum lists (--verify, a model's .sha256) are read whole up to this size.
+inline constexpr uint64_t kMaxChecksumListBytes = uint64_t{256} << 20;
+
 // Lower-case hex digest of a buffer.
 std::string Sha256Hex(const uint8_t* data, size_t n);
 // Streams a file (any size) through SHA-256.

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <set>
+#include <utility>
 
 #include <gif_lib.h>
 #include <jpeglib.h>
@@ -38,9 +40,20 @@ uint32_t Le32(const uint8_t* p) {
 }
 uint16_t Le16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
 
-// Images bigger than this many pixels are not decoded (a decompression bomb costs memory and time);
-// the header checks still run.
-constexpr int64_t kMaxPixels = int64_t{1} << 28;
+// Images over the pixel limits (image_check.h) are not decoded (a decompression bomb costs memory and
+// time); the header checks still run.
+Finding TooLarge(int64_t w, int64_t h, int64_t limit, const char* why) {
+  return Make(FindingCode::kUnsupportedVariant,
+              "image too large to decode safely: " + std::to_string(w) + "x" + std::to_string(h) + " = " +
+                  std::to_string(w * h) + " pixels, over the limit of " + std::to_string(limit) + " (" + why + ")");
+}
+
+// Room for one more decoder message; counts the ones past the cap.
+bool RoomForMessage(ImageCheck* out) {
+  if (out->findings.size() < kMaxDecoderMessages) return true;
+  ++out->messages_not_listed;
+  return false;
+}
 
 // ---------------------------------------------------------------- JPEG
 struct JpegCtx {
@@ -49,7 +62,6 @@ struct JpegCtx {
   const uint8_t* base;
   size_t n;
   ImageCheck* out;
-  int warnings;
   JSAMPLE* line;  // malloc'd output row for the last scanline, freed on both exits of DecodeJpeg
 };
 
@@ -70,7 +82,7 @@ std::string JpegMessage(j_common_ptr c) {
 void JpegEmit(j_common_ptr c, int level) {
   if (level != -1) return;  // trace messages
   auto* ctx = reinterpret_cast<JpegCtx*>(c->err);
-  if (++ctx->warnings > 20) return;  // one corrupt stream can warn thousands of times
+  if (!RoomForMessage(ctx->out)) return;  // one corrupt stream can warn thousands of times
   const int code = c->err->msg_code;
   FindingCode cls = FindingCode::kDecoderWarning;
   Severity sev = Severity::kWarning;
@@ -89,13 +101,32 @@ void JpegEmit(j_common_ptr c, int level) {
   ctx->out->findings.push_back(Make(cls, JpegMessage(c) + " (libjpeg succeeds on this)", off, sev));
 }
 
+// Progressive files can carry any number of scans, each a pass over the whole image: thousands of
+// empty scans cost minutes. Stops after kMaxJpegScans, as libjpeg-turbo's djpeg -maxscans does.
+struct JpegProgress {
+  jpeg_progress_mgr pub;
+  JpegCtx* ctx;
+};
+
+void JpegScanLimit(j_common_ptr c) {
+  auto* d = reinterpret_cast<j_decompress_ptr>(c);
+  if (d->input_scan_number <= kMaxJpegScans) return;
+  auto* ctx = reinterpret_cast<JpegProgress*>(c->progress)->ctx;
+  ctx->out->findings.push_back(Make(FindingCode::kUnsupportedVariant,
+                                    "JPEG has more than " + std::to_string(kMaxJpegScans) +
+                                        " scans (progressive files have about 10): not decoded further",
+                                    JpegOffset(c)));
+  std::longjmp(ctx->jump, 1);
+}
+
 void JpegExit(j_common_ptr c) {
   auto* ctx = reinterpret_cast<JpegCtx*>(c->err);
   const int code = c->err->msg_code;
   FindingCode cls = FindingCode::kCorrupt;
   if (code == JERR_INPUT_EMPTY || code == JERR_INPUT_EOF) cls = FindingCode::kTruncated;
   else if (code == JERR_BAD_PRECISION || code == JERR_ARITH_NOTIMPL || code == JERR_NOT_COMPILED ||
-           code == JERR_SOF_UNSUPPORTED || code == JERR_CCIR601_NOTIMPL)
+           code == JERR_SOF_UNSUPPORTED || code == JERR_CCIR601_NOTIMPL || code == JERR_NO_BACKING_STORE ||
+           code == JERR_OUT_OF_MEMORY)
     cls = FindingCode::kUnsupportedVariant;
   ctx->out->findings.push_back(Make(cls, JpegMessage(c), JpegOffset(c)));
   std::longjmp(ctx->jump, 1);
@@ -134,8 +165,11 @@ void DecodeJpeg(const uint8_t* data, size_t n, ImageCheck* out) {
   ctx.base = data;
   ctx.n = n;
   ctx.out = out;
-  ctx.warnings = 0;
   ctx.line = nullptr;
+  JpegProgress progress;
+  std::memset(&progress, 0, sizeof progress);
+  progress.pub.progress_monitor = JpegScanLimit;
+  progress.ctx = &ctx;
   if (setjmp(ctx.jump)) {
     std::free(ctx.line);
     if (d.image_width) FillJpegInfo(&d, &out->info);
@@ -143,13 +177,18 @@ void DecodeJpeg(const uint8_t* data, size_t n, ImageCheck* out) {
     return;
   }
   jpeg_create_decompress(&d);
+  d.progress = &progress.pub;  // after jpeg_create_decompress, which clears the struct
+  // A second guard behind the pixel limits: libjpeg fails instead of allocating past this.
+  d.mem->max_memory_to_use = 1L << 30;
   jpeg_mem_src(&d, data, static_cast<unsigned long>(n));
   jpeg_read_header(&d, TRUE);
   FillJpegInfo(&d, &out->info);
-  if (static_cast<int64_t>(d.image_width) * d.image_height > kMaxPixels) {
-    out->findings.push_back(Make(FindingCode::kUnsupportedVariant,
-                                 "image too large to decode safely (" + std::to_string(d.image_width) +
-                                     "x" + std::to_string(d.image_height) + ")"));
+  // Multi-scan files are decoded into whole-image coefficient arrays (up to 8 bytes a pixel).
+  const bool whole = jpeg_has_multiple_scans(&d);
+  const int64_t limit = whole ? kMaxPixelsInMemory : kMaxPixels;
+  if (static_cast<int64_t>(d.image_width) * d.image_height > limit) {
+    out->findings.push_back(TooLarge(d.image_width, d.image_height, limit,
+                                     whole ? "a multi-scan JPEG is held whole in memory" : "JPEG"));
     jpeg_destroy_decompress(&d);
     return;
   }
@@ -214,7 +253,7 @@ void PngError(png_structp png, png_const_charp msg) {
 
 void PngWarn(png_structp png, png_const_charp msg) {
   auto* ctx = static_cast<PngCtx*>(png_get_error_ptr(png));
-  if (ctx->out->findings.size() > 20) return;
+  if (!RoomForMessage(ctx->out)) return;
   // A CRC error in an ancillary chunk is data damage libpng forgives; other warnings are notes.
   bool crc = std::strstr(msg, "CRC") != nullptr;
   ctx->out->findings.push_back(Make(crc ? FindingCode::kCorrupt : FindingCode::kDecoderWarning,
@@ -256,7 +295,7 @@ void DecodePng(const uint8_t* data, size_t n, ImageCheck* out) {
   out->info.bit_depth = png_get_bit_depth(png, info);
   out->info.progressive = png_get_interlace_type(png, info) != PNG_INTERLACE_NONE;
   if (out->info.width * out->info.height > kMaxPixels) {
-    out->findings.push_back(Make(FindingCode::kUnsupportedVariant, "image too large to decode safely"));
+    out->findings.push_back(TooLarge(out->info.width, out->info.height, kMaxPixels, "PNG"));
     png_destroy_read_struct(&png, &info, nullptr);
     return;
   }
@@ -299,6 +338,16 @@ void DecodeWebp(const uint8_t* data, size_t n, ImageCheck* out) {
   }
   out->info.width = feat.width;
   out->info.height = feat.height;
+  // libwebp decodes into a whole-image RGBA buffer (and lossless into a second one of 4 bytes a pixel;
+  // an animation into canvas buffers): the size comes from the header, before anything is allocated.
+  const int64_t pixels = static_cast<int64_t>(feat.width) * feat.height;
+  const int64_t limit = feat.has_animation ? kMaxAnimationCanvasPixels : kMaxPixelsInMemory;
+  if (pixels > limit) {
+    out->findings.push_back(TooLarge(feat.width, feat.height, limit,
+                                     feat.has_animation ? "a WebP animation's canvas is held whole in memory"
+                                                        : "WebP is decoded whole in memory"));
+    return;
+  }
   if (feat.has_animation) {
     WebPData wd{data, n};
     WebPAnimDecoderOptions opt;
@@ -310,6 +359,16 @@ void DecodeWebp(const uint8_t* data, size_t n, ImageCheck* out) {
     }
     WebPAnimInfo ai;
     WebPAnimDecoderGetInfo(dec, &ai);
+    // Each frame is composited over the whole canvas: many frames on a big canvas cost minutes.
+    if (static_cast<int64_t>(ai.frame_count) * pixels > kMaxAnimationWork) {
+      out->findings.push_back(Make(FindingCode::kUnsupportedVariant,
+                                   "WebP animation of " + std::to_string(ai.frame_count) + " frames on a " +
+                                       std::to_string(feat.width) + "x" + std::to_string(feat.height) +
+                                       " canvas: frames x canvas pixels is over the limit of " +
+                                       std::to_string(kMaxAnimationWork) + "; not decoded"));
+      WebPAnimDecoderDelete(dec);
+      return;
+    }
     int frames = 0;
     while (WebPAnimDecoderHasMoreFrames(dec)) {
       uint8_t* buf;
@@ -461,7 +520,10 @@ std::string Vformat(const char* fmt, va_list ap) {
 
 int TiffErr(TIFF*, void* user, const char* module, const char* fmt, va_list ap) {
   auto* c = static_cast<TiffCtx*>(user);
-  if (++c->errors > 10) return 1;
+  if (++c->errors > 10 || !RoomForMessage(c->out)) {
+    if (c->errors > 10) ++c->out->messages_not_listed;
+    return 1;
+  }
   std::string m = Vformat(fmt, ap);
   FindingCode cls = FindingCode::kCorrupt;
   if (m.find("Read error") != std::string::npos || m.find("EOF") != std::string::npos ||
@@ -475,10 +537,9 @@ int TiffErr(TIFF*, void* user, const char* module, const char* fmt, va_list ap) 
 }
 int TiffWarn(TIFF*, void* user, const char* module, const char* fmt, va_list ap) {
   auto* c = static_cast<TiffCtx*>(user);
-  if (c->out->findings.size() > 20) return 1;
   // Unknown tags are normal in the wild; do not report them.
   std::string m = Vformat(fmt, ap);
-  if (m.find("Unknown field") != std::string::npos) return 1;
+  if (m.find("Unknown field") != std::string::npos || !RoomForMessage(c->out)) return 1;
   c->out->findings.push_back(Make(FindingCode::kDecoderWarning, std::string("libtiff warning: ") +
                                   (module ? module : "") + ": " + m, -1, Severity::kWarning));
   return 1;
@@ -489,7 +550,7 @@ void DecodeTiff(const uint8_t* data, size_t n, ImageCheck* out) {
   TIFFOpenOptions* opts = TIFFOpenOptionsAlloc();
   TIFFOpenOptionsSetErrorHandlerExtR(opts, TiffErr, &ctx);
   TIFFOpenOptionsSetWarningHandlerExtR(opts, TiffWarn, &ctx);
-  TIFFOpenOptionsSetMaxSingleMemAlloc(opts, tmsize_t{1} << 30);
+  TIFFOpenOptionsSetMaxSingleMemAlloc(opts, kMaxTiffChunkBytes);
   TIFF* t = TIFFClientOpenExt("mem", "rm", &ctx, TiffRead, TiffWrite, TiffSeek, TiffClose, TiffSize,
                               TiffMap, TiffUnmap, opts);
   TIFFOpenOptionsFree(opts);
@@ -514,13 +575,24 @@ void DecodeTiff(const uint8_t* data, size_t n, ImageCheck* out) {
       out->info.cmyk = photometric == PHOTOMETRIC_SEPARATED;
     }
     if (static_cast<int64_t>(w) * h > kMaxPixels) {
-      out->findings.push_back(Make(FindingCode::kUnsupportedVariant, "image too large to decode safely"));
+      out->findings.push_back(TooLarge(w, h, kMaxPixels, "TIFF"));
       ok = false;
       break;
     }
     const bool tiled = TIFFIsTiled(t);
     const uint32_t count = tiled ? TIFFNumberOfTiles(t) : TIFFNumberOfStrips(t);
-    const tmsize_t sz = tiled ? TIFFTileSize(t) : TIFFStripSize(t);
+    // The 64-bit sizes: the tile and sample fields are independent of the image size, so a tiny file can
+    // ask for a terabyte per tile (and TIFFTileSize would wrap or fail on it).
+    const uint64_t sz64 = tiled ? TIFFTileSize64(t) : TIFFStripSize64(t);
+    if (sz64 > static_cast<uint64_t>(kMaxTiffChunkBytes)) {
+      out->findings.push_back(Make(FindingCode::kUnsupportedVariant,
+                                   std::string("TIFF ") + (tiled ? "tile" : "strip") + " of " + std::to_string(sz64) +
+                                       " bytes decoded, over the limit of " + std::to_string(kMaxTiffChunkBytes) +
+                                       " (directory " + std::to_string(dirs) + "): not decoded"));
+      ok = false;
+      break;
+    }
+    const tmsize_t sz = static_cast<tmsize_t>(sz64);
     if (sz <= 0) { ok = false; if (out->findings.empty()) out->findings.push_back(Make(FindingCode::kCorrupt, "libtiff: zero strip/tile size")); break; }
     buf.resize(sz);
     for (uint32_t i = 0; i < count; ++i) {
@@ -614,6 +686,10 @@ void CheckBmp(const uint8_t* data, size_t n, ImageCheck* out) {
 void CheckIco(const uint8_t* data, size_t n, ImageCheck* out) {
   uint16_t count = Le16(data + 4);
   if (n < 6 + 16ull * count) { out->findings.push_back(Make(FindingCode::kTruncated, "ICO: directory of " + std::to_string(count) + " entries is cut off", n)); return; }
+  // Entries may share a payload (65,535 entries can point at one image): each distinct payload is
+  // decoded once, and at most kMaxIcoEntriesChecked of them; the rest are counted in one finding.
+  std::set<std::pair<uint32_t, uint32_t>> seen;  // (offset, size)
+  int shared = 0, unchecked = 0;
   for (int i = 0; i < count; ++i) {
     const uint8_t* e = data + 6 + 16 * i;
     uint32_t size = Le32(e + 8), off = Le32(e + 12);
@@ -621,19 +697,34 @@ void CheckIco(const uint8_t* data, size_t n, ImageCheck* out) {
       out->findings.push_back(Make(FindingCode::kTruncated, "ICO: entry " + std::to_string(i) + " (" + std::to_string(size) + " bytes at " + std::to_string(off) + ") runs past the end", 6 + 16 * i));
       return;
     }
+    if (!seen.insert({off, size}).second) { ++shared; continue; }
+    if (static_cast<int>(seen.size()) > kMaxIcoEntriesChecked) { ++unchecked; continue; }
     const uint8_t* img = data + off;
     if (size >= 8 && png_sig_cmp(img, 0, 8) == 0) {
       ImageCheck sub;
       DecodePng(img, size, &sub);
       for (Finding& f : sub.findings) { f.message = "ICO entry " + std::to_string(i) + ": " + f.message; if (f.offset >= 0) f.offset += off; out->findings.push_back(f); }
+      out->messages_not_listed += sub.messages_not_listed;
       if (i == 0) out->info = sub.info;
     } else {
       ImageCheck sub;
-      CheckDib(img, size, 0, Le32(img) , true, &sub);  // pixel check skipped for palettes
+      // The header size field is read only when the entry holds it (an empty entry may sit at the end).
+      CheckDib(img, size, 0, size >= 4 ? Le32(img) : 0, true, &sub);  // pixel check skipped for palettes
       for (Finding& f : sub.findings) { if (f.code == FindingCode::kTruncated && f.message.find("pixel data") != std::string::npos) continue; f.message = "ICO entry " + std::to_string(i) + ": " + f.message; if (f.offset >= 0) f.offset += off; out->findings.push_back(f); }
       if (i == 0) out->info = sub.info;
     }
   }
+  if (unchecked)
+    out->findings.push_back(Make(FindingCode::kUnsupportedVariant,
+                                 "ICO: " + std::to_string(count) + " entries; the first " +
+                                     std::to_string(kMaxIcoEntriesChecked) + " distinct images were checked, " +
+                                     std::to_string(unchecked) + " more were not (icons have a few dozen at most)",
+                                 4));
+  else if (shared)
+    out->findings.push_back(Make(FindingCode::kDecoderWarning,
+                                 "ICO: " + std::to_string(shared) + " of " + std::to_string(count) +
+                                     " entries repeat an earlier entry's image (checked once)",
+                                 4, Severity::kWarning));
   out->info.format = Format::kIco;
   out->info.frames = count;
   out->info.decoded = out->findings.empty();
@@ -670,9 +761,22 @@ void CheckPnm(const uint8_t* data, size_t n, ImageCheck* out) {
     return;
   }
   if (kind >= '4') {
-    int ch = kind == '6' ? 3 : 1;
-    uint64_t row = kind == '4' ? (w + 7) / 8 : w * ch * (maxv > 255 ? 2 : 1);
-    if (p + 1 + row * h > n) { out->findings.push_back(Make(FindingCode::kTruncated, "PNM: pixel data needs " + std::to_string(p + 1 + row * h) + " bytes, file has " + std::to_string(n), n)); return; }
+    // Checked arithmetic: a width and height of 2^32 would wrap the byte count to 0.
+    const uint64_t ch = kind == '6' ? 3 : 1, bytes_per_sample = maxv > 255 ? 2 : 1;
+    uint64_t row = 0, need = 0;
+    bool wraps = false;
+    if (kind == '4') row = (static_cast<uint64_t>(w) + 7) / 8;
+    else wraps = __builtin_mul_overflow(static_cast<uint64_t>(w), ch * bytes_per_sample, &row);
+    wraps = wraps || __builtin_mul_overflow(row, static_cast<uint64_t>(h), &need) ||
+            __builtin_add_overflow(need, static_cast<uint64_t>(p) + 1, &need);
+    if (wraps || need > n) {
+      out->findings.push_back(Make(FindingCode::kTruncated,
+                                   "PNM: pixel data of " + std::to_string(w) + "x" + std::to_string(h) + " needs " +
+                                       (wraps ? std::string("more than 2^64") : std::to_string(need)) +
+                                       " bytes, file has " + std::to_string(n),
+                                   n));
+      return;
+    }
   }
   out->info.decoded = true;
 }
@@ -754,7 +858,7 @@ void PngDamageFindings(const uint8_t* data, size_t n, ImageCheck* out) {
     bool named = false;
     for (size_t r : reported) named |= r == c.offset;
     if (named) continue;
-    if (c.complete && !c.crc_ok)
+    if (c.complete && !c.crc_ok && RoomForMessage(out))  // a file of 100,000 bad chunks: counted, not listed
       out->findings.push_back(Make(FindingCode::kCorrupt, "PNG: chunk " + c.type + " at byte " + std::to_string(c.offset) +
                                    ": CRC mismatch (every chunk's CRC is checked here; the decoder stopped before reaching this one)",
                                    static_cast<int64_t>(c.offset)));
@@ -798,6 +902,12 @@ ImageCheck CheckImage(Format format, const uint8_t* data, size_t n) {
     default:
       out.findings.push_back(Make(FindingCode::kNotAnImage, "not an image format", 0));
   }
+  if (out.messages_not_listed)
+    out.findings.push_back(Make(FindingCode::kDecoderWarning,
+                                "... and " + std::to_string(out.messages_not_listed) +
+                                    " more decoder message(s) not listed (the first " +
+                                    std::to_string(kMaxDecoderMessages) + " are)",
+                                -1, Severity::kWarning));
   out.info.format = format;
   return out;
 }

@@ -29,7 +29,21 @@ struct ImageInfo {
 struct ImageCheck {
   ImageInfo info;
   std::vector<Finding> findings;  // path left empty; the caller fills it
+  // Decoder messages past the per-file cap (kMaxDecoderMessages): one corrupt stream can warn thousands
+  // of times. CheckImage turns the count into one summary finding, so nothing is dropped silently.
+  size_t messages_not_listed = 0;
 };
+
+// Limits of the image checks (docs/doctor.md, "Size limits"). Every allocation a decoder makes from a
+// header field is bounded by one of them before it is made.
+inline constexpr int64_t kMaxPixels = int64_t{1} << 28;          // row-by-row decoders (JPEG baseline, PNG, GIF, TIFF)
+inline constexpr int64_t kMaxPixelsInMemory = int64_t{1} << 26;  // decoders that hold the whole image (WebP, progressive JPEG)
+inline constexpr int64_t kMaxAnimationCanvasPixels = int64_t{1} << 25;  // WebP animation (canvas buffers)
+inline constexpr int64_t kMaxAnimationWork = int64_t{1} << 33;   // WebP animation: frames x canvas pixels
+inline constexpr int kMaxJpegScans = 1000;                        // as djpeg -maxscans
+inline constexpr int64_t kMaxTiffChunkBytes = int64_t{256} << 20;  // one decoded TIFF strip or tile
+inline constexpr size_t kMaxDecoderMessages = 20;                 // listed per file; the rest are counted
+inline constexpr int kMaxIcoEntriesChecked = 64;                  // distinct ICO payloads decoded
 
 // Decodes `data` as `format` (the sniffed format, or the extension's when the signature is damaged).
 ImageCheck CheckImage(Format format, const uint8_t* data, size_t n);

@@ -64,14 +64,52 @@ std::string FileProblem(const fs::path& p) {
   return "";
 }
 
-bool Slurp(const fs::path& p, std::string* out) {
-  if (!FileProblem(p).empty()) return false;
+// JSON documents of a layout (oci-layout, index.json, manifests, configs) are read whole; registries
+// refuse manifests over 4 MiB (distribution's limit), so a bigger one is a finding, not an allocation.
+constexpr uint64_t kMaxJsonBytes = uint64_t{4} << 20;
+// A saved HTTP transcript (headers and body) is read whole too.
+constexpr uint64_t kMaxTranscriptBytes = uint64_t{16} << 20;
+// nlohmann's parser keeps a stack entry per level and dump() recurses: deeper documents are refused
+// before parsing. No image-spec document nests more than 5 levels.
+constexpr int kMaxJsonDepth = 256;
+
+bool Slurp(const fs::path& p, std::string* out, uint64_t limit = kMaxJsonBytes, std::string* why = nullptr) {
+  if (std::string problem = FileProblem(p); !problem.empty()) {
+    if (why) *why = problem;
+    return false;
+  }
+  std::error_code ec;
+  const uint64_t size = fs::file_size(p, ec);
+  if (ec || size > limit) {
+    if (why) *why = ec ? ec.message() : "is " + std::to_string(size) + " bytes, over the limit of " + std::to_string(limit) + " bytes";
+    return false;
+  }
   std::ifstream in(p, std::ios::binary);
   if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
+  out->assign(static_cast<size_t>(size), '\0');
+  in.read(out->data(), static_cast<std::streamsize>(size));
+  out->resize(static_cast<size_t>(in.gcount()));
   return true;
+}
+
+// True when `text` nests arrays/objects deeper than `limit` (counted outside strings).
+bool JsonTooDeep(const std::string& text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
 }
 
 // Parses as Go's encoding/json (containerd, docker, oras) would accept: nlohmann skips a UTF-8
@@ -80,6 +118,10 @@ bool ParseGoJson(const std::string& text, json* out, std::string* why) {
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) {
     *why = "starts with a UTF-8 byte order mark; Go's encoding/json (containerd, docker, oras) rejects it: "
            "invalid character '\xC3\xAF' looking for beginning of value";
+    return false;
+  }
+  if (JsonTooDeep(text, kMaxJsonDepth)) {
+    *why = "nests arrays/objects more than " + std::to_string(kMaxJsonDepth) + " levels deep: not parsed";
     return false;
   }
   *out = json::parse(text, nullptr, false);
@@ -113,7 +155,7 @@ const std::vector<Field> kManifestFields = {
     {"annotations", Kind::kStringMap}};
 
 std::string Shown(const json& v) {
-  std::string s = v.dump();
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
   return s.size() > 40 ? s.substr(0, 37) + "..." : s;
 }
 
@@ -175,6 +217,15 @@ struct Walker {
   std::set<std::string> reached;              // "sha256/<hex>"
   std::set<std::string> present_digests;      // digests whose blob exists and matches
   std::vector<std::pair<std::string, std::string>> pending_subjects;
+  std::map<std::string, std::string> hashed;  // digest -> its blob's SHA-256 (or "unreadable"), hashed once
+  // Manifests and indexes already walked (digest -> result and its first error code), and the chain being
+  // walked now: a shared child is walked once, and an index that reaches itself is a cycle.
+  struct Walked {
+    bool ok = false;
+    std::string first_error;
+  };
+  std::map<std::string, Walked> walked;
+  std::set<std::string> walking;
 
   void Add(FindingCode code, Severity sev, const std::string& where, std::string msg) {
     Finding f;
@@ -226,27 +277,69 @@ struct Walker {
           "blob for " + dg + " (" + mt + ") " + (loop ? why : "is not in the layout (" + why + ")"));
       return false;
     }
-    ++rep.blobs_checked;
     std::error_code ec;
     const uint64_t actual = fs::file_size(p, ec);
     if (ec || static_cast<int64_t>(actual) != size)
       Add(FindingCode::kSizeMismatch, Severity::kError, rel, "descriptor size " + std::to_string(size) + ", blob has " + std::to_string(actual));
     if (alg == "sha256") {
-      auto h = Sha256File(p.string());
-      if (!h.ok() || h.value() != hex) {
-        Add(FindingCode::kDigestMismatch, Severity::kError, rel, "content SHA-256 " + (h.ok() ? h.value() : "unreadable") +
-            " does not match its digest (corrupted in transfer)");
+      // Each blob is hashed once, however many descriptors reference it (nested indexes share blobs).
+      auto [memo, first] = hashed.try_emplace(dg);
+      if (first) {
+        ++rep.blobs_checked;
+        auto h = Sha256File(p.string());
+        memo->second = h.ok() ? h.value() : "unreadable";
+      }
+      if (memo->second != hex) {
+        if (first)
+          Add(FindingCode::kDigestMismatch, Severity::kError, rel, "content SHA-256 " + memo->second +
+              " does not match its digest (corrupted in transfer)");
         return false;
       }
+    } else {
+      ++rep.blobs_checked;
     }
     present_digests.insert(dg);
-    if (want_content && !Slurp(p, content)) return false;
+    if (std::string why; want_content && !Slurp(p, content, kMaxJsonBytes, &why)) {
+      Add(FindingCode::kManifestInvalid, Severity::kError, rel, mt + " blob " + (why.empty() ? "cannot be read" : why));
+      return false;
+    }
     return true;
   }
 
   // Returns true if the manifest and everything it references is present and valid. `plat` is the
   // platform the index entry names ("" for none).
   bool Manifest(const json& desc, const std::string& where, int depth, const std::string& plat) {
+    if (!desc.is_object() || !desc.contains("digest") || !desc["digest"].is_string() || !desc.contains("mediaType") ||
+        !desc["mediaType"].is_string() || (!IsIndexType(desc["mediaType"]) && !IsManifestType(desc["mediaType"]))) {
+      last_error.clear();
+      return ManifestOnce(desc, where, depth, plat);
+    }
+    const std::string dg = desc["digest"];
+    if (auto it = walked.find(dg); it != walked.end()) {
+      Descriptor(desc, where, false, nullptr);  // this descriptor's own size and type; the blob is hashed once
+      last_error = it->second.first_error;
+      return it->second.ok;
+    }
+    if (walking.count(dg)) {
+      Add(FindingCode::kManifestInvalid, Severity::kError, where,
+          "index cycle: " + dg + " references itself (directly or through other indexes); clients would loop");
+      last_error = FindingCodeName(FindingCode::kManifestInvalid);
+      return false;
+    }
+    walking.insert(dg);
+    const size_t before = rep.findings.size();
+    Walked w;
+    w.ok = ManifestOnce(desc, where, depth, plat);
+    for (size_t k = before; k < rep.findings.size() && w.first_error.empty(); ++k)
+      if (rep.findings[k].severity == Severity::kError) w.first_error = FindingCodeName(rep.findings[k].code);
+    walking.erase(dg);
+    walked[dg] = w;
+    last_error = w.first_error;
+    return w.ok;
+  }
+  std::string last_error;  // the first error code under the manifest Manifest() just returned on
+
+  bool ManifestOnce(const json& desc, const std::string& where, int depth, const std::string& plat) {
     std::string body;
     if (!Descriptor(desc, where, true, &body)) return false;
     const std::string mt = desc["mediaType"];
@@ -299,7 +392,7 @@ struct Walker {
       const bool want_json = cmt.size() >= 4 && cmt.compare(cmt.size() - 4, 4, "json") == 0;
       std::string cfg;
       if (!Descriptor(m["config"], rel + " config", want_json, &cfg, artifact)) ok = false;
-      else if (want_json && json::parse(cfg, nullptr, false).is_discarded()) {
+      else if (want_json && (JsonTooDeep(cfg, kMaxJsonDepth) || json::parse(cfg, nullptr, false).is_discarded())) {
         Add(FindingCode::kManifestInvalid, Severity::kError, rel, "config blob is not JSON"); ok = false;
       }
     }
@@ -337,7 +430,7 @@ struct Walker {
       if (!plat.empty()) {
         rep.platforms.push_back(plat + (ok ? " complete" : " INCOMPLETE"));
         if (!ok) {
-          std::string why = "error";
+          std::string why = last_error.empty() ? "error" : last_error;
           for (size_t k = before; k < rep.findings.size(); ++k)
             if (rep.findings[k].severity == Severity::kError) { why = FindingCodeName(rep.findings[k].code); break; }
           Add(FindingCode::kPlatformIncomplete, Severity::kError, where, "platform " + plat + " cannot be pulled offline (" + why + ")");
@@ -356,7 +449,7 @@ struct Walker {
     if (std::string p = FileProblem(dir / "oci-layout"); !p.empty()) {
       if (p.find("loop") != std::string::npos) Add(FindingCode::kSymlinkLoop, Severity::kError, "oci-layout", "oci-layout " + p);
       else Add(FindingCode::kOciLayoutMissing, Severity::kError, "oci-layout", "no oci-layout file: this is not an OCI image layout (engines refuse it)");
-    } else if (!Slurp(dir / "oci-layout", &text) || !ParseGoJson(text, &j, &why) || !j.is_object() ||
+    } else if (!Slurp(dir / "oci-layout", &text, kMaxJsonBytes, &why) || !ParseGoJson(text, &j, &why) || !j.is_object() ||
                !j.contains("imageLayoutVersion") || !j["imageLayoutVersion"].is_string()) {
       Add(FindingCode::kOciLayoutInvalid, Severity::kError, "oci-layout",
           why.empty() ? "must be JSON with a string imageLayoutVersion" : "oci-layout " + why);
@@ -370,7 +463,7 @@ struct Walker {
     }
     json idx;
     why.clear();
-    if (!Slurp(dir / "index.json", &text) || !ParseGoJson(text, &idx, &why) || !idx.is_object()) {
+    if (!Slurp(dir / "index.json", &text, kMaxJsonBytes, &why) || !ParseGoJson(text, &idx, &why) || !idx.is_object()) {
       Add(FindingCode::kIndexInvalid, Severity::kError, "index.json",
           why.empty() ? "index.json is not a JSON object" : "index.json " + why);
       return;
@@ -380,7 +473,7 @@ struct Walker {
       return;
     }
     if (idx.contains("mediaType") && idx["mediaType"].is_string() && idx["mediaType"] != kIndex)
-      Add(FindingCode::kIndexInvalid, Severity::kError, "index.json", "mediaType is '" + idx["mediaType"].dump() + "', not an image index");
+      Add(FindingCode::kIndexInvalid, Severity::kError, "index.json", "mediaType is '" + Shown(idx["mediaType"]) + "', not an image index");
     Index(idx, "index.json", 0);
     for (auto& [where, dg] : pending_subjects)
       if (!present_digests.count(dg))
@@ -425,9 +518,9 @@ OciReport CheckOciLayout(const std::string& dir_s) {
 ReferrersVerdict ClassifyReferrersResponse(const std::string& path) {
   ReferrersVerdict v;
   std::string raw;
-  if (!Slurp(path, &raw)) {
+  std::string why;
+  if (!Slurp(path, &raw, kMaxTranscriptBytes, &why)) {
     v.code = FindingCode::kReferrersUnreadable;
-    const std::string why = FileProblem(path);
     v.message = path + ": cannot read" + (why.empty() ? std::string() : " (" + why + ")");
     return v;
   }
@@ -524,7 +617,7 @@ ReferrersVerdict ClassifyReferrersResponse(const std::string& path) {
     return v;
   }
   json j;
-  std::string why;
+  why.clear();
   if (!ParseGoJson(body, &j, &why) || !j.is_object()) {
     v.code = FindingCode::kReferrersNotIndex;
     v.message = "the body " + (why.empty() ? "is not a JSON object" : why) + " (content type '" + ctype +

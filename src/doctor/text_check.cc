@@ -375,7 +375,7 @@ Conversion ConvertToUtf8(const uint8_t* data, size_t n, const std::string& enc, 
     b.hex = Hex(data + pos, len);
     for (size_t i = 0; i < len; ++i) c.utf8 += "\xEF\xBF\xBD";
     col += static_cast<int64_t>(len);
-    c.bad.push_back(b);
+    c.AddBad(std::move(b));
     pos += len;
     good_from = pos;
   }
@@ -439,10 +439,20 @@ Conversion ConvertMixedUtf8(const uint8_t* data, size_t n, const std::string& se
       c.repaired.push_back({line, static_cast<int64_t>(pos), len});
     } else {
       Conversion sub = ConvertToUtf8(data + pos, len, "UTF-8", 0);
-      for (BadSequence b : sub.bad) {
+      auto shift = [&](BadSequence b) {
         b.offset += static_cast<int64_t>(pos);
         b.line = line;
-        c.bad.push_back(std::move(b));
+        return b;
+      };
+      for (const BadSequence& b : sub.bad) c.AddBad(shift(b));
+      // A long binary line: its tail is counted, not listed. sub.bad was full, so c.bad is full now and
+      // the whole tail goes to c.bad_tail as one entry plus its count.
+      if (sub.bad_tail.count) {
+        BadSequence t = shift(sub.bad_tail.first);
+        t.length = sub.bad_tail.bytes;
+        c.AddBad(t);
+        c.bad_tail.count += sub.bad_tail.count - 1;
+        c.bad_tail.last_offset = sub.bad_tail.last_offset + static_cast<int64_t>(pos);
       }
       c.utf8 += sub.utf8;
       c.round_trip_ok &= sub.round_trip_ok;
@@ -556,32 +566,34 @@ std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection
     f->line = b.line;
     f->column = b.column;
   }
-  if (conv.bad.size() > kMaxFindingsPerCode) {
+  if (conv.bad_tail.count) {
     // One summary instead of one finding per byte: counts, the byte total and the lines.
-    size_t bytes = 0;
-    std::vector<int64_t> bad_lines;
-    for (size_t i = kMaxFindingsPerCode; i < conv.bad.size(); ++i) {
-      bytes += conv.bad[i].length;
-      if (bad_lines.empty() || bad_lines.back() != conv.bad[i].line) bad_lines.push_back(conv.bad[i].line);
+    const BadTail& t = conv.bad_tail;
+    std::string ranges;
+    for (size_t i = 0; i < t.line_ranges.size() && i < BadTail::kMaxRanges - 1; ++i) {
+      const auto [a, z] = t.line_ranges[i];
+      ranges += (ranges.empty() ? "" : ", ") + std::to_string(a) + (z > a ? "-" + std::to_string(z) : std::string());
     }
-    const BadSequence& b = conv.bad[kMaxFindingsPerCode];
+    if (t.line_ranges.size() >= BadTail::kMaxRanges || t.more_ranges) ranges += ", ...";
     Finding* f = add(FindingCode::kInvalidBytes, Severity::kError,
-                     std::to_string(conv.bad.size() - kMaxFindingsPerCode) + " more invalid sequences (" +
-                         std::to_string(bytes) + " bytes; " + std::to_string(conv.bad.size()) + " in all), each replaced by U+FFFD, "
-                         "from byte " + std::to_string(b.offset) + " to byte " + std::to_string(conv.bad.back().offset) +
-                         " on " + std::to_string(bad_lines.size()) + " line(s): " + LineRanges(bad_lines, 10),
-                     b.offset);
-    f->line = b.line;
-    f->column = b.column;
+                     std::to_string(t.count) + " more invalid sequences (" + std::to_string(t.bytes) + " bytes; " +
+                         std::to_string(conv.BadCount()) + " in all), each replaced by U+FFFD, "
+                         "from byte " + std::to_string(t.first.offset) + " to byte " + std::to_string(t.last_offset) +
+                         " on " + std::to_string(t.lines) + " line(s): " + ranges,
+                     t.first.offset);
+    f->line = t.first.line;
+    f->column = t.first.column;
   }
   if (!conv.error.empty()) add(FindingCode::kEncodingNotUtf8, Severity::kError, conv.error);
   if (d.encoding == "UTF-8") {
     // U+FFFD already in the text: an earlier lossy conversion (ours with --fix included) lost bytes
     // here. Reported so that a repaired copy never checks clean.
+    // The first ones past the cap are kept too (the summary names where they start); the rest counted.
     std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> at;  // offset, (line, column)
+    size_t total = 0;
     int64_t line = 1, col = 1;
     for (size_t i = d.bom_bytes; i < n; ++i) {
-      if (i + 2 < n && data[i] == 0xEF && data[i + 1] == 0xBF && data[i + 2] == 0xBD)
+      if (i + 2 < n && data[i] == 0xEF && data[i + 1] == 0xBF && data[i + 2] == 0xBD && total++ <= kMaxFindingsPerCode)
         at.push_back({static_cast<int64_t>(i), {line, col}});
       if (data[i] == '\n') { ++line; col = 1; }
       else if ((data[i] & 0xC0) != 0x80) ++col;
@@ -592,10 +604,10 @@ std::vector<Finding> TextFindings(const uint8_t* data, size_t n, const Detection
       f->line = at[i].second.first;
       f->column = at[i].second.second;
     }
-    if (at.size() > kMaxFindingsPerCode) {
+    if (total > kMaxFindingsPerCode) {
       Finding* f = add(FindingCode::kReplacementCharacter, Severity::kWarning,
-                       std::to_string(at.size() - kMaxFindingsPerCode) + " more U+FFFD characters (" +
-                           std::to_string(at.size()) + " in all)", at[kMaxFindingsPerCode].first);
+                       std::to_string(total - kMaxFindingsPerCode) + " more U+FFFD characters (" +
+                           std::to_string(total) + " in all)", at[kMaxFindingsPerCode].first);
       f->line = at[kMaxFindingsPerCode].second.first;
       f->column = at[kMaxFindingsPerCode].second.second;
     }

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "doctor/finding.h"
@@ -45,9 +46,43 @@ struct RepairedLine {
   size_t length = 0;    // bytes, newline excluded
 };
 
+// Findings of one code beyond this many per file are summarised in one finding (a binary file
+// under a .txt name must not give one finding per byte).
+inline constexpr size_t kMaxFindingsPerCode = 20;
+
+// The bad sequences past the ones listed, as counts: a binary file under a .txt name has one every few
+// bytes, and a list of them would cost many times the file.
+struct BadTail {
+  size_t count = 0, bytes = 0;
+  BadSequence first;                                     // the first one not listed
+  int64_t last_offset = -1;
+  size_t lines = 0;                                      // distinct lines
+  std::vector<std::pair<int64_t, int64_t>> line_ranges;  // runs of consecutive lines, the first kMaxRanges
+  bool more_ranges = false;                              // runs past those
+  static constexpr size_t kMaxRanges = 11;               // the summary prints 10, then "..."
+  void Add(const BadSequence& b) {  // in file order, so lines never decrease
+    if (count++ == 0) first = b;
+    bytes += b.length;
+    last_offset = b.offset;
+    if (lines > 0 && b.line == last_line) return;
+    ++lines;
+    if (!line_ranges.empty() && !more_ranges && b.line == line_ranges.back().second + 1) line_ranges.back().second = b.line;
+    else if (line_ranges.size() < kMaxRanges) line_ranges.push_back({b.line, b.line});
+    else more_ranges = true;
+    last_line = b.line;
+  }
+  int64_t last_line = 0;
+};
+
 struct Conversion {
   std::string utf8;                 // the text in UTF-8, U+FFFD where a sequence was bad, BOM dropped
-  std::vector<BadSequence> bad;
+  std::vector<BadSequence> bad;     // the first kMaxFindingsPerCode bad sequences, in file order
+  BadTail bad_tail;                 // the others, counted
+  size_t BadCount() const { return bad.size() + bad_tail.count; }
+  void AddBad(BadSequence b) {
+    if (bad.size() < kMaxFindingsPerCode) bad.push_back(std::move(b));
+    else bad_tail.Add(b);
+  }
   bool round_trip_ok = false;       // converting back reproduces every byte that was not bad
   std::string error;                // iconv could not open the encoding
   std::string secondary;            // ConvertMixedUtf8: the encoding of the repaired lines
@@ -59,10 +94,6 @@ Conversion ConvertToUtf8(const uint8_t* data, size_t n, const std::string& encod
 // A mostly-UTF-8 file: valid lines copied, each other line decoded as `secondary` when that is
 // lossless (UTF-8 -> secondary gives the line's bytes back), else U+FFFD per bad sequence.
 Conversion ConvertMixedUtf8(const uint8_t* data, size_t n, const std::string& secondary, size_t skip_bom);
-
-// Findings of one code beyond this many per file are summarised in one finding (a binary file
-// under a .txt name must not give one finding per byte).
-inline constexpr size_t kMaxFindingsPerCode = 20;
 
 // GB18030 two-byte codes whose mapping changed between GB18030-2005 (private use area) and
 // GB18030-2022 (standard code points); offsets of those present in the file.
