@@ -53,17 +53,17 @@ nlohmann::json ScalarJson(const gguf::Value& v) {
 
 std::string ValueText(const gguf::Value& v) {
   if (v.type != gguf::ValueType::kArray) return ScalarText(v, kStringShown);
-  std::string s = "[" + std::to_string(v.array.size()) + " x " + gguf::ValueTypeName(v.array_type) + "]";
-  for (size_t i = 0; i < std::min(v.array.size(), kArrayHead); ++i) s += (i ? ", " : " ") + ScalarText(v.array[i], 24);
-  if (v.array.size() > kArrayHead) s += ", ...";
+  std::string s = "[" + std::to_string(v.array_size()) + " x " + gguf::ValueTypeName(v.array_type) + "]";
+  for (size_t i = 0; i < std::min(v.array_size(), kArrayHead); ++i) s += (i ? ", " : " ") + ScalarText(v.element(i), 24);
+  if (v.array_size() > kArrayHead) s += ", ...";
   return s;
 }
 
 nlohmann::json ValueJson(const gguf::Value& v) {
   if (v.type != gguf::ValueType::kArray) return ScalarJson(v);
   nlohmann::json head = nlohmann::json::array();
-  for (size_t i = 0; i < std::min(v.array.size(), kArrayHead); ++i) head.push_back(ScalarJson(v.array[i]));
-  return {{"array_of", gguf::ValueTypeName(v.array_type)}, {"count", v.array.size()}, {"head", head}};
+  for (size_t i = 0; i < std::min(v.array_size(), kArrayHead); ++i) head.push_back(ScalarJson(v.element(i)));
+  return {{"array_of", gguf::ValueTypeName(v.array_type)}, {"count", v.array_size()}, {"head", head}};
 }
 
 std::string Shape(const std::vector<int64_t>& dims) {

@@ -115,8 +115,8 @@ TEST(Gguf, RoundTripsEveryValueType) {
   EXPECT_EQ((*f)->GetStringArray("t.strs").value(), (std::vector<std::string>{"a", "", "ünï"}));
   const Value* n = (*f)->Find("t.nested");
   ASSERT_EQ(n->array.size(), 2u);
-  EXPECT_EQ(n->array[0].array[1].as_int(), 2);
-  EXPECT_EQ(n->array[1].array[0].as_int(), 3);
+  EXPECT_EQ(n->array[0].element(1).as_int(), 2);
+  EXPECT_EQ(n->array[1].element(0).as_int(), 3);
   const TensorInfo* b = (*f)->FindTensor("b");
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->rows(), 3);

@@ -58,8 +58,10 @@ namespace {
 
 // Heap bytes of parsed metadata values (the tokenizer arrays dominate).
 uint64_t ValueBytes(const gguf::Value& v) {
-  uint64_t b = sizeof(gguf::Value);
+  uint64_t b = sizeof(gguf::Value) + v.packed.capacity() + v.strings.capacity() * sizeof(std::string);
   if (v.str.size() > 15) b += v.str.capacity() + 1;
+  for (const std::string& s : v.strings)
+    if (s.size() > 15) b += s.capacity() + 1;
   for (const gguf::Value& e : v.array) b += ValueBytes(e);
   return b;
 }

@@ -42,6 +42,22 @@ uint32_t AttrFromType(int64_t t) {
 
 const char kSpmSpace[] = "\xE2\x96\x81";  // U+2581, SentencePiece's visible space
 
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// The byte of a byte-fallback token's text, exactly "<0xHH>" (two hex digits, either case).
+bool ParseByteToken(const std::string& text, uint8_t* byte) {
+  if (text.size() != 6 || text.compare(0, 3, "<0x") != 0 || text[5] != '>') return false;
+  const int hi = HexDigit(text[3]), lo = HexDigit(text[4]);
+  if (hi < 0 || lo < 0) return false;
+  *byte = static_cast<uint8_t>(hi * 16 + lo);
+  return true;
+}
+
 class VocabTokenizer final : public Tokenizer {
  public:
   static Result<std::unique_ptr<Tokenizer>> Build(const VocabSpec& s);
@@ -67,6 +83,7 @@ class VocabTokenizer final : public Tokenizer {
     std::string text;
     float score = 0;
     uint32_t attr = kNormal;
+    uint8_t byte = 0;  // the byte a kByte token stands for (its text is <0xHH>)
   };
   struct Fragment {  // a piece of the input: raw text [off, off+len) or a special token
     int32_t token = -1;
@@ -110,7 +127,9 @@ Result<std::unique_ptr<Tokenizer>> VocabTokenizer::Build(const VocabSpec& s) {
   }
   const size_t n = s.tokens.size();
   if (n == 0) return Corrupt("tokenizer.ggml.tokens is empty");
-  if (n > (1u << 30)) return Corrupt("tokenizer.ggml.tokens has an absurd size " + std::to_string(n));
+  if (n > kMaxVocab)
+    return Corrupt("tokenizer.ggml.tokens has " + std::to_string(n) + " tokens, more than the limit of " +
+                   std::to_string(kMaxVocab));
   if (!s.scores.empty() && s.scores.size() != n)
     return Corrupt("tokenizer.ggml.scores has " + std::to_string(s.scores.size()) +
                    " entries but tokenizer.ggml.tokens has " + std::to_string(n));
@@ -134,6 +153,12 @@ Result<std::unique_ptr<Tokenizer>> VocabTokenizer::Build(const VocabSpec& s) {
         return Corrupt("tokenizer.ggml.token_type[" + std::to_string(i) + "] = " + std::to_string(ty) +
                        " is not a token type (0..6)");
       tk.attr = AttrFromType(ty);
+    }
+    if ((tk.attr & kByte) && !ParseByteToken(tk.text, &tk.byte)) {
+      // llama.cpp reads whatever strtol makes of the two characters after "<0x" (0 for "<0xZZ>"): a wrong
+      // byte. The piece is kept as a normal token instead, its text standing for itself.
+      t->warnings_.push_back("token " + std::to_string(i) + " is typed byte but its text is not <0xHH>: treated as a normal token");
+      tk.attr = kNormal;
     }
     if (tk.text.find("\xEF\xBF\xBD") != std::string::npos) n_replacement++;
     if (!IsValidUtf8(tk.text)) n_invalid++;
@@ -426,9 +451,7 @@ std::string VocabTokenizer::TokenToPiece(int32_t id, bool render_special) const 
       }
       return r;
     }
-    if ((tk.attr & kByte) && tk.text.size() == 6 && tk.text.compare(0, 3, "<0x") == 0) {
-      return std::string(1, static_cast<char>(std::stoi(tk.text.substr(3, 2), nullptr, 16)));
-    }
+    if (tk.attr & kByte) return std::string(1, static_cast<char>(tk.byte));  // text checked at load
     return "";
   }
   if (tk.attr & kNormal) {
@@ -468,6 +491,10 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::File& f) {
   s.pre = f.GetStringOr("tokenizer.ggml.pre", "");
   s.name = f.GetStringOr("general.name", "");
   auto ctx = [&](const Status& st) { return st.WithContext(f.path()); };
+  // Checked before anything is copied: the arrays below are sized by it.
+  if (const gguf::Value* toks = f.Find("tokenizer.ggml.tokens"); toks != nullptr && toks->array_size() > kMaxVocab)
+    return Corrupt(f.path() + ": tokenizer.ggml.tokens has " + std::to_string(toks->array_size()) +
+                   " tokens, more than the limit of " + std::to_string(kMaxVocab));
   {
     auto r = f.GetStringArray("tokenizer.ggml.tokens");
     if (!r.ok()) return ctx(r.status());
