@@ -176,6 +176,9 @@ Result<std::unique_ptr<Tokenizer>> VocabTokenizer::Build(const VocabSpec& s) {
 
   if (!t->spm_) {
     if (s.merges.empty()) return Corrupt("tokenizer.ggml.merges is missing or empty (needed by gpt2)");
+    if (s.merges.size() > kMaxVocab)
+      return Corrupt("tokenizer.ggml.merges has " + std::to_string(s.merges.size()) + " entries, more than the limit of " +
+                     std::to_string(kMaxVocab));
     for (size_t i = 0; i < s.merges.size(); ++i) {
       const std::string& m = s.merges[i];
       const size_t pos = m.find(' ', 1);
@@ -490,11 +493,17 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::File& f) {
   ED_ASSIGN_OR_RETURN(s.model, f.GetString("tokenizer.ggml.model"));
   s.pre = f.GetStringOr("tokenizer.ggml.pre", "");
   s.name = f.GetStringOr("general.name", "");
-  auto ctx = [&](const Status& st) { return st.WithContext(f.path()); };
+  // Names the file once (the gguf getters' errors already start with it).
+  auto ctx = [&](const Status& st) {
+    return st.message().rfind(f.path() + ": ", 0) == 0 ? st : st.WithContext(f.path());
+  };
   // Checked before anything is copied: the arrays below are sized by it.
-  if (const gguf::Value* toks = f.Find("tokenizer.ggml.tokens"); toks != nullptr && toks->array_size() > kMaxVocab)
-    return Corrupt(f.path() + ": tokenizer.ggml.tokens has " + std::to_string(toks->array_size()) +
-                   " tokens, more than the limit of " + std::to_string(kMaxVocab));
+  for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.merges"}) {
+    const gguf::Value* v = f.Find(key);
+    if (v != nullptr && v->array_size() > kMaxVocab)
+      return Corrupt(f.path() + ": " + key + " has " + std::to_string(v->array_size()) +
+                     " entries, more than the limit of " + std::to_string(kMaxVocab));
+  }
   {
     auto r = f.GetStringArray("tokenizer.ggml.tokens");
     if (!r.ok()) return ctx(r.status());
