@@ -103,7 +103,10 @@ Status Model::Init(bool load_tokenizer) {
                       (rows > 0 ? std::to_string(rows) : std::string("n_vocab")) + ")");
     if (t->dims.size() != 2 || t->dims[0] != cols || (rows > 0 && t->dims[1] != rows)) {
       std::string shape;
-      for (size_t i = 0; i < t->dims.size(); ++i) shape += (i ? "x" : "") + std::to_string(t->dims[i]);
+      for (size_t i = 0; i < t->dims.size(); ++i) {
+        if (i > 0) shape += 'x';
+        shape += std::to_string(t->dims[i]);
+      }
       return Corrupt("tensor '" + name + "' has shape " + shape + ", the architecture needs " + std::to_string(cols) +
                      "x" + (rows > 0 ? std::to_string(rows) : std::string("n_vocab")));
     }
