@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/exit_code.h"
@@ -23,8 +24,13 @@ inline double Seconds(Clock::time_point a, Clock::time_point b) { return std::ch
 // Version of every JSON document the commands print (`schema_version`); docs/json.md lists the fields.
 inline constexpr int kJsonSchemaVersion = 1;
 
-// Prints "<command>: <message>" on stderr and returns the exit code of st (exit_code.h).
+// Prints "<command>: <message>" on stderr (the message through EscapeForTerminal) and returns the exit code of
+// st (exit_code.h).
 int Fail(const std::string& command, const Status& st);
+
+// s with every byte that is not part of valid UTF-8, and every control character, written as \xNN (\n and \t
+// as such): text read from a file (a tensor name, an architecture) printed safely.
+std::string EscapeForTerminal(std::string_view s);
 
 // Parses the command line into app. Returns the exit code to return now (0 after --help, 2 after a usage
 // error, with a message naming the flag), or nothing to go on. Beyond CLI11 it refuses an option that takes

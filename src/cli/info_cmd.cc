@@ -19,14 +19,10 @@ namespace {
 constexpr size_t kArrayHead = 8;     // array elements shown
 constexpr size_t kStringShown = 96;  // characters of a string value shown in the text report
 
+// A string from the file, escaped for the terminal (EscapeForTerminal) and cut at max bytes.
 std::string Quote(const std::string& s, size_t max) {
-  std::string out;
-  for (char c : s.substr(0, max)) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else out += c;
-  }
-  return "'" + out + (s.size() > max ? "'... (" + std::to_string(s.size()) + " bytes)" : "'");
+  return "'" + EscapeForTerminal(std::string_view(s).substr(0, max)) +
+         (s.size() > max ? "'... (" + std::to_string(s.size()) + " bytes)" : "'");
 }
 
 std::string ScalarText(const gguf::Value& v, size_t max) {
@@ -53,17 +49,17 @@ nlohmann::json ScalarJson(const gguf::Value& v) {
 
 std::string ValueText(const gguf::Value& v) {
   if (v.type != gguf::ValueType::kArray) return ScalarText(v, kStringShown);
-  std::string s = "[" + std::to_string(v.array.size()) + " x " + gguf::ValueTypeName(v.array_type) + "]";
-  for (size_t i = 0; i < std::min(v.array.size(), kArrayHead); ++i) s += (i ? ", " : " ") + ScalarText(v.array[i], 24);
-  if (v.array.size() > kArrayHead) s += ", ...";
+  std::string s = "[" + std::to_string(v.array_size()) + " x " + gguf::ValueTypeName(v.array_type) + "]";
+  for (size_t i = 0; i < std::min(v.array_size(), kArrayHead); ++i) s += (i ? ", " : " ") + ScalarText(v.element(i), 24);
+  if (v.array_size() > kArrayHead) s += ", ...";
   return s;
 }
 
 nlohmann::json ValueJson(const gguf::Value& v) {
   if (v.type != gguf::ValueType::kArray) return ScalarJson(v);
   nlohmann::json head = nlohmann::json::array();
-  for (size_t i = 0; i < std::min(v.array.size(), kArrayHead); ++i) head.push_back(ScalarJson(v.array[i]));
-  return {{"array_of", gguf::ValueTypeName(v.array_type)}, {"count", v.array.size()}, {"head", head}};
+  for (size_t i = 0; i < std::min(v.array_size(), kArrayHead); ++i) head.push_back(ScalarJson(v.element(i)));
+  return {{"array_of", gguf::ValueTypeName(v.array_type)}, {"count", v.array_size()}, {"head", head}};
 }
 
 std::string Shape(const std::vector<int64_t>& dims) {
@@ -79,7 +75,11 @@ uint64_t KvBytesPerToken(const gguf::File& f, const std::string& arch) {
   const int64_t kv_heads = f.GetIntOr(arch + ".attention.head_count_kv", heads);
   const int64_t head_dim = f.GetIntOr(arch + ".attention.key_length", heads > 0 ? dim / heads : 0);
   if (layers <= 0 || kv_heads <= 0 || head_dim <= 0) return 0;
-  return static_cast<uint64_t>(2 * layers * kv_heads * head_dim * 2);
+  // The values come from the file unchecked: a product beyond 2^63 is shown as 0 (unknown), not overflowed.
+  int64_t b = 4;
+  for (int64_t f : {layers, kv_heads, head_dim})
+    if (__builtin_mul_overflow(b, f, &b)) return 0;
+  return static_cast<uint64_t>(b);
 }
 
 }  // namespace
@@ -125,19 +125,19 @@ int InfoMain(int argc, char** argv) {
   }
 
   FILE* out = json.text();
-  std::fprintf(out, "%s: GGUF v%u, %s, %zu metadata keys, %zu tensors, alignment %llu\n", path.c_str(), f.version(),
+  std::fprintf(out, "%s: GGUF v%u, %s, %zu metadata keys, %zu tensors, alignment %llu\n", EscapeForTerminal(path).c_str(), f.version(),
                llm::FormatBytes(f.file_size()).c_str(), f.metadata().size(), f.tensors().size(),
                static_cast<unsigned long long>(f.alignment()));
-  std::fprintf(out, "architecture: %s   name: %s\n", arch.empty() ? "(none)" : arch.c_str(),
-               f.GetStringOr("general.name", "(none)").c_str());
+  std::fprintf(out, "architecture: %s   name: %s\n", arch.empty() ? "(none)" : EscapeForTerminal(arch).c_str(),
+               EscapeForTerminal(f.GetStringOr("general.name", "(none)")).c_str());
   std::fprintf(out, "supported by this build: %s\n", supported ? "yes" : "no");
-  if (!model_problem.empty()) std::fprintf(out, "  model: %s\n", model_problem.c_str());
-  if (!tok_problem.empty()) std::fprintf(out, "  tokenizer: %s\n", tok_problem.c_str());
+  if (!model_problem.empty()) std::fprintf(out, "  model: %s\n", EscapeForTerminal(model_problem).c_str());
+  if (!tok_problem.empty()) std::fprintf(out, "  tokenizer: %s\n", EscapeForTerminal(tok_problem).c_str());
   std::fprintf(out, "bytes read per token (decode at depth 0): %s", llm::FormatBytes(per_token).c_str());
   if (kv_per_token > 0) std::fprintf(out, "; each token of context adds %s of f16 KV cache", llm::FormatBytes(kv_per_token).c_str());
   if (has_template)
     std::fprintf(out, "\nchat template: %zu bytes, family %s, %s\n", tmpl->str.size(), template_family.c_str(),
-                 template_problem.empty() ? "renders here" : ("does not parse here: " + template_problem).c_str());
+                 template_problem.empty() ? "renders here" : ("does not parse here: " + EscapeForTerminal(template_problem)).c_str());
   else
     std::fprintf(out, "\nchat template: none (chat and run --chat need --chat-template FILE)\n");
   std::fprintf(out, "\ntype mix:\n");
@@ -145,11 +145,12 @@ int InfoMain(int argc, char** argv) {
     std::fprintf(out, "  %-8s %5d tensors %12s  %5.1f%%\n", type.c_str(), m.first, llm::FormatBytes(m.second).c_str(),
                  total ? 100.0 * static_cast<double>(m.second) / static_cast<double>(total) : 0.0);
   std::fprintf(out, "\nmetadata:\n");
-  for (const auto& [key, v] : f.metadata()) std::fprintf(out, "  %-40s %s\n", key.c_str(), ValueText(v).c_str());
+  for (const auto& [key, v] : f.metadata())
+    std::fprintf(out, "  %-40s %s\n", EscapeForTerminal(key).c_str(), ValueText(v).c_str());
   std::fprintf(out, "\ntensors:%s\n", all_tensors || f.tensors().size() <= 32 ? "" : " (first 32; --tensors for all)");
   for (size_t i = 0; i < f.tensors().size() && (all_tensors || i < 32); ++i) {
     const gguf::TensorInfo& t = f.tensors()[i];
-    std::fprintf(out, "  %-36s %-6s %-22s %12s\n", t.name.c_str(), TypeName(t.type).c_str(), Shape(t.dims).c_str(),
+    std::fprintf(out, "  %-36s %-6s %-22s %12s\n", EscapeForTerminal(t.name).c_str(), TypeName(t.type).c_str(), Shape(t.dims).c_str(),
                  llm::FormatBytes(t.nbytes).c_str());
   }
 

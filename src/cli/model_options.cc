@@ -11,6 +11,8 @@
 
 namespace edgedecode::cli {
 
+constexpr int kMaxContextOption = 1 << 20;  // what llm::Context accepts
+
 void AddNoFuse(CLI::App& app, std::string& no_fuse) {
   app.add_option("--no-fuse", no_fuse,
                  "turn fusions off, comma-separated, for A/B (also EDGEDECODE_NO_FUSE): " + llm::FusionNames() +
@@ -61,6 +63,9 @@ void ModelOptions::Add(CLI::App& app) {
 
 Status ModelOptions::Validate() const {
   if (n_ctx < 0) return InvalidArgument("-c must be >= 0 (0: the model's context)");
+  if (n_ctx > kMaxContextOption)
+    return InvalidArgument("-c " + std::to_string(n_ctx) + " is more than the largest context, " +
+                           std::to_string(kMaxContextOption) + " tokens");
   if (n_threads < 0) return InvalidArgument("-t must be >= 0 (0: all cores)");
   if (n_batch < 1) return InvalidArgument("-b must be >= 1");
   if (rotate_k < -1 || rotate_k > 1) return InvalidArgument("--rotate-k must be -1, 0 or 1");
@@ -129,13 +134,16 @@ Result<LoadedWeights> LoadWeights(const ModelOptions& o) {
   ED_ASSIGN_OR_RETURN(w.isa, kernels::ResolveIsa(o.kernels));
   ED_ASSIGN_OR_RETURN(w.fusions, llm::ResolveFusions(o.no_fuse));
   ED_ASSIGN_OR_RETURN(w.model, llm::Model::Load(o.model));
+  // The scales of the quantized matrices (a NaN there makes every output garbage); the float matrices are
+  // covered by the logits check of every evaluation (docs/runtime.md).
+  ED_RETURN_IF_ERROR(w.model->CheckWeights(false).WithContext(o.model));
   w.repacked_bytes = o.no_repack ? 0 : w.model->RepackForKernels(w.isa);
   return w;
 }
 
 Status CheckPlanFits(const llm::Model& m, const llm::PlanParams& pp, llm::MemoryPlan* plan) {
   *plan = llm::PlanMemory(m, pp);
-  const uint64_t avail = llm::AvailableMemoryBytes();
+  ED_ASSIGN_OR_RETURN(const uint64_t avail, llm::AvailableMemoryBytes());
   if (avail == 0 || plan->total <= avail) return Status::Ok();
   std::fputs(FormatPlan(*plan, avail, 1.0, "this machine (available memory)").c_str(), stderr);
   return ResourceExhausted("the model needs " + llm::FormatBytes(plan->total) + " but only " + llm::FormatBytes(avail) +

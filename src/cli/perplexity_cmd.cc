@@ -9,6 +9,8 @@
 // Saved logits file (--save-logits), little-endian:
 //   char[8] "EDLOGPR1" | u32 n_vocab | u32 n_ctx | u64 n_scored | u64 fnv1a64 of the token ids
 //   then n_scored rows of n_vocab float32 log-probabilities.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -45,6 +47,26 @@ struct LogitsHeader {
   uint64_t n_scored;
   uint64_t ids_hash;
 };
+
+// One row of a --kld-base file must be log-probabilities: each finite or -inf, none above 0, and their
+// probabilities summing to 1 (a row of NaN, or of zeros, would make the KL divergence NaN or meaningless).
+// Errors name the byte offset in the file.
+Status CheckBaseRow(const std::vector<float>& row, uint64_t position, const std::string& path) {
+  const uint64_t row_at = sizeof(LogitsHeader) + position * row.size() * 4;
+  double sum = 0;
+  for (size_t v = 0; v < row.size(); ++v) {
+    const float x = row[v];
+    if (std::isnan(x) || x == INFINITY || x > 1e-3f) {
+      return Corrupt(path + ": offset " + std::to_string(row_at + v * 4) + " (position " + std::to_string(position) +
+                     ", token " + std::to_string(v) + "): " + std::to_string(x) + " is not a log-probability");
+    }
+    sum += std::exp(static_cast<double>(x));
+  }
+  if (!(std::fabs(sum - 1.0) <= 1e-2))
+    return Corrupt(path + ": offset " + std::to_string(row_at) + " (position " + std::to_string(position) +
+                   "): the row's probabilities sum to " + std::to_string(sum) + ", not 1");
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -116,6 +138,13 @@ int PerplexityMain(int argc, char** argv) {
       return fail(InvalidArgument(base_path + ": saved with another vocabulary, context size or text (n_vocab " +
                                   std::to_string(bh.n_vocab) + ", ctx " + std::to_string(bh.n_ctx) + ", positions " +
                                   std::to_string(bh.n_scored) + ")"));
+    // The header matches this run, so n_scored x n_vocab is this run's own (bounded) size.
+    const uint64_t want = sizeof bh + bh.n_scored * bh.n_vocab * 4;
+    struct stat st {};
+    if (::fstat(fileno(base_f), &st) != 0 || static_cast<uint64_t>(st.st_size) != want)
+      return fail(Corrupt(base_path + ": " + std::to_string(st.st_size) + " bytes, but its header (" +
+                          std::to_string(bh.n_scored) + " positions of " + std::to_string(bh.n_vocab) +
+                          " log-probabilities) implies " + std::to_string(want) + (static_cast<uint64_t>(st.st_size) < want ? " (truncated)" : " (trailing data)")));
   }
   if (!save_path.empty()) {
     save_f = std::fopen(save_tmp.c_str(), "wb");
@@ -152,13 +181,11 @@ int PerplexityMain(int argc, char** argv) {
       if (save_f) std::fwrite(logp.data(), 4, logp.size(), save_f);
       if (base_f) {
         if (std::fread(base.data(), 4, base.size(), base_f) != base.size()) return fail(Corrupt(base_path + ": truncated"));
+        if (Status st = CheckBaseRow(base, n - 1, base_path); !st.ok()) return fail(st);
         double k = 0;
         int a1 = 0, b1 = 0;
         for (int v = 0; v < nv; ++v) {
           const float bv = base[static_cast<size_t>(v)];
-          if (!std::isfinite(bv) && bv != -INFINITY)
-            return fail(Corrupt(base_path + ": position " + std::to_string(n - 1) + ", token " + std::to_string(v) +
-                                ": log-probability is not a number"));
           const double pb = std::exp(static_cast<double>(bv));
           if (pb > 0) k += pb * (bv - logp[static_cast<size_t>(v)]);
           if (bv > base[static_cast<size_t>(a1)]) a1 = v;

@@ -11,7 +11,8 @@
 namespace edgedecode::cli {
 namespace {
 
-constexpr int kContextStep = 256;  // the largest context that fits is searched in steps of this
+constexpr int kContextStep = 256;
+constexpr int kMaxSeqs = 4096;     // parallel sequences a plan describes  // the largest context that fits is searched in steps of this
 
 // Largest context (a multiple of kContextStep, at most `cap`) whose plan fits in `budget`.
 int LargestContext(const llm::Model& m, llm::PlanParams p, uint64_t budget, int cap) {
@@ -30,8 +31,10 @@ Result<uint64_t> ProfileMemory(const std::string& path, std::string* name) {
   if (!f) return NotFound(path + ": cannot open");
   nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Corrupt(path + ": not a JSON object");
-  if (!j.contains("memory_bytes") || !j["memory_bytes"].is_number_unsigned() || j["memory_bytes"].get<uint64_t>() == 0)
-    return Corrupt(path + ": memory_bytes must be a positive integer (the device's memory in bytes)");
+  if (!j.contains("memory_bytes") || !j["memory_bytes"].is_number_unsigned() || j["memory_bytes"].get<uint64_t>() == 0 ||
+      j["memory_bytes"].get<uint64_t>() > llm::kMaxMemoryBytes)
+    return Corrupt(path + ": memory_bytes must be a positive integer of at most " + std::to_string(llm::kMaxMemoryBytes) +
+                   " (the device's memory in bytes)");
   *name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : path;
   return j["memory_bytes"].get<uint64_t>();
 }
@@ -80,7 +83,8 @@ int PlanMain(int argc, char** argv) {
   app.add_option("--headroom", headroom, "largest fraction of the device memory the peak may take")->capture_default_str();
   json.Add(app, "the plan");
   if (auto rc = Parse(app, argc, argv)) return *rc;
-  if (n_seqs < 1) return Fail(cmd, InvalidArgument("--seqs must be >= 1"));
+  if (n_seqs < 1 || n_seqs > kMaxSeqs)
+    return Fail(cmd, InvalidArgument("--seqs must be from 1 to " + std::to_string(kMaxSeqs)));
   if (!(headroom > 0 && headroom <= 1)) return Fail(cmd, InvalidArgument("--headroom must be in (0, 1]"));
   if (Status st = mo.Validate(); !st.ok()) return Fail(cmd, st);
 
@@ -95,7 +99,9 @@ int PlanMain(int argc, char** argv) {
     if (!mem.ok()) return Fail(cmd, mem.status());
     device = *mem;
   } else {
-    device = llm::AvailableMemoryBytes();
+    auto avail = llm::AvailableMemoryBytes();
+    if (!avail.ok()) return Fail(cmd, avail.status());
+    device = *avail;
   }
   auto model = llm::Model::Load(mo.model);
   if (!model.ok()) return Fail(cmd, model.status());

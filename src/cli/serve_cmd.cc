@@ -53,7 +53,8 @@ Result<std::vector<std::unique_ptr<llm::Context>>> MakeContexts(const ModelOptio
   pp.n_seqs = parallel;
   llm::MemoryPlan plan;
   if (Status st = CheckPlanFits(*w.model, pp, &plan); !st.ok()) {
-    const uint64_t avail = llm::AvailableMemoryBytes();
+    if (st.code() != StatusCode::kResourceExhausted) return st;  // e.g. a malformed EDGEDECODE_AVAILABLE_MEMORY
+    ED_ASSIGN_OR_RETURN(const uint64_t avail, llm::AvailableMemoryBytes());
     int fits = 0;
     for (int k = parallel - 1; k >= 1 && fits == 0; --k) {
       pp.n_seqs = k;

@@ -43,15 +43,8 @@ int SynthMain(int argc, char** argv) {
   if (!config.empty()) {
     auto text = ReadInputText(config, uint64_t{1} << 20);
     if (!text.ok()) return Fail(cmd, text.status());
-    std::string body = *text;
-    if (!preset.empty()) {  // --preset gives the base the config file overrides
-      auto j = nlohmann::json::parse(body, nullptr, false);
-      if (j.is_object() && !j.contains("preset")) {
-        j["preset"] = preset;
-        body = j.dump();
-      }
-    }
-    auto shape = ShapeFromJson(body, config);
+    // --preset gives the base the config file overrides (a "preset" in the file wins).
+    auto shape = ShapeFromJson(*text, config, preset);
     if (!shape.ok()) return Fail(cmd, shape.status());
     cfg.shape = shape.value();
   } else {

@@ -22,8 +22,19 @@ enum class ValueType : uint32_t {
 };
 const char* ValueTypeName(ValueType t);
 
-// One metadata value. Scalars use the field of their kind; arrays hold elements of array_type
-// (nested arrays are arrays of Value with type kArray).
+// Bytes of one element of a scalar type (u8 .. f64, bool); 0 for kString and kArray.
+size_t ValueTypeSize(ValueType t);
+
+// Parsed metadata takes at most this many times the file size, plus kMetadataMemorySlack, of memory; a file
+// whose metadata would take more is Corrupt (numbers and bools of arrays are kept packed, so only absurd
+// files, e.g. millions of empty strings, come near it).
+inline constexpr uint64_t kMetadataMemoryPerFileByte = 4;
+inline constexpr uint64_t kMetadataMemorySlack = uint64_t{16} << 20;
+
+// One metadata value. Scalars use the field of their kind. Arrays hold array_size() elements of array_type,
+// kept compactly: numbers and bools packed as the file stores them (`packed`, little-endian,
+// ValueTypeSize(array_type) bytes each), strings in `strings`, nested arrays (type kArray) in `array`; so a
+// long array costs about its size in the file, not a whole Value per element.
 struct Value {
   ValueType type = ValueType::kUint32;
   uint64_t u = 0;      // kUint8..kUint64, kBool (0/1)
@@ -31,13 +42,18 @@ struct Value {
   double f = 0;        // kFloat32, kFloat64
   std::string str;     // kString
   ValueType array_type = ValueType::kUint32;
-  std::vector<Value> array;  // kArray
+  std::vector<uint8_t> packed;       // kArray of numbers or bools
+  std::vector<std::string> strings;  // kArray of kString
+  std::vector<Value> array;          // kArray of kArray
 
   bool is_integer() const;
   bool is_float() const { return type == ValueType::kFloat32 || type == ValueType::kFloat64; }
-  // Numeric value of any integer/float/bool scalar.
+  // Numeric value of any integer/float/bool scalar (a float is truncated and saturated to int64; NaN gives 0).
   double as_double() const;
   int64_t as_int() const;
+  // Elements of an array (0 for a scalar), and element i as a Value of its own.
+  size_t array_size() const;
+  Value element(size_t i) const;
 
   static Value U32(uint32_t v);
   static Value I32(int32_t v);
@@ -88,6 +104,7 @@ class File {
   Result<bool> GetBool(const std::string& key) const;
   Result<std::vector<std::string>> GetStringArray(const std::string& key) const;
   Result<std::vector<double>> GetFloatArray(const std::string& key) const;
+  // Integers and bools only (a float array is Corrupt: it has no exact integer values).
   Result<std::vector<int64_t>> GetIntArray(const std::string& key) const;
   // Getters with a default for optional keys (still Corrupt-free: a wrong type gives the default).
   int64_t GetIntOr(const std::string& key, int64_t def) const;

@@ -32,6 +32,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "gguf/gguf.h"
@@ -59,6 +60,17 @@ static bool IsSigned(ValueType t) {
   return t == ValueType::kInt8 || t == ValueType::kInt16 || t == ValueType::kInt32 || t == ValueType::kInt64;
 }
 
+size_t ValueTypeSize(ValueType t) {
+  switch (t) {
+    case ValueType::kUint8: case ValueType::kInt8: case ValueType::kBool: return 1;
+    case ValueType::kUint16: case ValueType::kInt16: return 2;
+    case ValueType::kUint32: case ValueType::kInt32: case ValueType::kFloat32: return 4;
+    case ValueType::kUint64: case ValueType::kInt64: case ValueType::kFloat64: return 8;
+    case ValueType::kString: case ValueType::kArray: return 0;
+  }
+  return 0;
+}
+
 double Value::as_double() const {
   if (is_float()) return f;
   if (IsSigned(type)) return static_cast<double>(i);
@@ -66,9 +78,50 @@ double Value::as_double() const {
 }
 
 int64_t Value::as_int() const {
-  if (is_float()) return static_cast<int64_t>(f);
+  if (is_float()) {
+    // Converting a float outside int64's range (or NaN) is undefined behaviour: saturate instead.
+    if (!(f == f)) return 0;
+    if (f >= 9.2233720368547758e18) return INT64_MAX;
+    if (f <= -9.2233720368547758e18) return INT64_MIN;
+    return static_cast<int64_t>(f);
+  }
   if (IsSigned(type)) return i;
   return static_cast<int64_t>(u);
+}
+
+size_t Value::array_size() const {
+  if (type != ValueType::kArray) return 0;
+  if (array_type == ValueType::kString) return strings.size();
+  if (array_type == ValueType::kArray) return array.size();
+  const size_t es = ValueTypeSize(array_type);
+  return es == 0 ? 0 : packed.size() / es;
+}
+
+// Element i of a packed array, decoded from its little-endian bytes.
+static Value Unpack(ValueType t, const uint8_t* p) {
+  Value x;
+  x.type = t;
+  switch (t) {
+    case ValueType::kUint8: case ValueType::kBool: x.u = p[0]; break;
+    case ValueType::kInt8: { int8_t v; std::memcpy(&v, p, 1); x.i = v; break; }
+    case ValueType::kUint16: { uint16_t v; std::memcpy(&v, p, 2); x.u = v; break; }
+    case ValueType::kInt16: { int16_t v; std::memcpy(&v, p, 2); x.i = v; break; }
+    case ValueType::kUint32: { uint32_t v; std::memcpy(&v, p, 4); x.u = v; break; }
+    case ValueType::kInt32: { int32_t v; std::memcpy(&v, p, 4); x.i = v; break; }
+    case ValueType::kUint64: std::memcpy(&x.u, p, 8); break;
+    case ValueType::kInt64: std::memcpy(&x.i, p, 8); break;
+    case ValueType::kFloat32: { float v; std::memcpy(&v, p, 4); x.f = v; break; }
+    case ValueType::kFloat64: std::memcpy(&x.f, p, 8); break;
+    case ValueType::kString: case ValueType::kArray: break;
+  }
+  return x;
+}
+
+Value Value::element(size_t idx) const {
+  if (idx >= array_size()) return Value();
+  if (array_type == ValueType::kString) return Str(strings[idx]);
+  if (array_type == ValueType::kArray) return array[idx];
+  return Unpack(array_type, packed.data() + idx * ValueTypeSize(array_type));
 }
 
 Value Value::U32(uint32_t v) { Value x; x.type = ValueType::kUint32; x.u = v; return x; }
@@ -79,20 +132,19 @@ Value Value::Bool(bool v) { Value x; x.type = ValueType::kBool; x.u = v ? 1 : 0;
 Value Value::Str(std::string v) { Value x; x.type = ValueType::kString; x.str = std::move(v); return x; }
 Value Value::StrArray(const std::vector<std::string>& v) {
   Value x; x.type = ValueType::kArray; x.array_type = ValueType::kString;
-  x.array.reserve(v.size());
-  for (const auto& s : v) x.array.push_back(Str(s));
+  x.strings = v;
   return x;
 }
 Value Value::F32Array(const std::vector<float>& v) {
   Value x; x.type = ValueType::kArray; x.array_type = ValueType::kFloat32;
-  x.array.reserve(v.size());
-  for (float f : v) x.array.push_back(F32(f));
+  x.packed.resize(v.size() * 4);
+  if (!v.empty()) std::memcpy(x.packed.data(), v.data(), x.packed.size());
   return x;
 }
 Value Value::I32Array(const std::vector<int32_t>& v) {
   Value x; x.type = ValueType::kArray; x.array_type = ValueType::kInt32;
-  x.array.reserve(v.size());
-  for (int32_t i : v) x.array.push_back(I32(i));
+  x.packed.resize(v.size() * 4);
+  if (!v.empty()) std::memcpy(x.packed.data(), v.data(), x.packed.size());
   return x;
 }
 
@@ -105,7 +157,11 @@ int64_t TensorInfo::n_elements() const {
 // Sequential, bounds-checked reader over the mapped bytes.
 class Parser {
  public:
-  Parser(File* f, const uint8_t* base, uint64_t size) : f_(f), base_(base), size_(size) {}
+  Parser(File* f, const uint8_t* base, uint64_t size)
+      : f_(f), base_(base), size_(size),
+        mem_budget_(size > (UINT64_MAX - kMetadataMemorySlack) / kMetadataMemoryPerFileByte
+                        ? UINT64_MAX
+                        : size * kMetadataMemoryPerFileByte + kMetadataMemorySlack) {}
 
   Status Parse() {
     uint32_t magic = 0;
@@ -134,6 +190,8 @@ class Parser {
       std::string key;
       uint64_t key_at = pos_;
       ED_RETURN_IF_ERROR(ReadString(&key, "metadata key #" + std::to_string(k)));
+      ED_RETURN_IF_ERROR(Charge(sizeof(std::pair<std::string, Value>) + kIndexNodeBytes + 2 * HeapBytes(key), key_at,
+                                "metadata key #" + std::to_string(k)));
       uint32_t type = 0;
       ED_RETURN_IF_ERROR(ReadPod(&type, "type of '" + key + "'"));
       Value v;
@@ -153,7 +211,10 @@ class Parser {
     f_->tensors_.reserve(n_tensors);
     for (uint64_t t = 0; t < n_tensors; ++t) {
       TensorInfo ti;
+      const uint64_t info_at = pos_;
       ED_RETURN_IF_ERROR(ReadString(&ti.name, "tensor name #" + std::to_string(t)));
+      ED_RETURN_IF_ERROR(Charge(sizeof(TensorInfo) + 4 * sizeof(int64_t) + kIndexNodeBytes + 2 * HeapBytes(ti.name),
+                                info_at, "tensor '" + ti.name + "'"));
       uint32_t n_dims = 0;
       ED_RETURN_IF_ERROR(ReadPod(&n_dims, "n_dims of tensor '" + ti.name + "'"));
       if (n_dims < 1 || n_dims > 4)
@@ -216,6 +277,22 @@ class Parser {
   }
 
  private:
+  // Heap bytes behind a std::string (beyond its small-string buffer), with the allocator's header.
+  static uint64_t HeapBytes(const std::string& s) { return s.size() > 15 ? s.size() + 1 + 16 : 0; }
+  static constexpr uint64_t kIndexNodeBytes = 64;  // a std::map node of the key or tensor index
+
+  // Counts `bytes` of memory the parsed metadata will take against the budget (kMetadataMemoryPerFileByte x
+  // the file size + kMetadataMemorySlack), before they are allocated.
+  Status Charge(uint64_t bytes, uint64_t at, const std::string& what) {
+    if (bytes > mem_budget_ - mem_)
+      return Corrupt("at offset " + std::to_string(at) + ": " + what + " would bring the parsed metadata past " +
+                     std::to_string(mem_budget_) + " bytes of memory (" + std::to_string(kMetadataMemoryPerFileByte) +
+                     " x the file size + " + std::to_string(kMetadataMemorySlack >> 20) +
+                     " MiB): too many elements for a model file");
+    mem_ += bytes;
+    return Status::Ok();
+  }
+
   uint64_t Remaining() const { return size_ - pos_; }
   std::string At() const { return "at offset " + std::to_string(pos_) + ": "; }
 
@@ -266,6 +343,53 @@ class Parser {
     return 1;
   }
 
+  // An array: numbers and bools copied packed (bools checked), strings one by one, nested arrays recursively;
+  // the memory each takes is charged before it is allocated.
+  Status ReadArray(Value* v, const std::string& key, int depth) {
+    if (depth > 8) return Corrupt(At() + "arrays nested too deep in '" + key + "'");
+    uint32_t et = 0;
+    ED_RETURN_IF_ERROR(ReadPod(&et, "array type of '" + key + "'"));
+    if (et > 12) return Corrupt(At() + "array '" + key + "' has invalid element type " + std::to_string(et));
+    v->array_type = static_cast<ValueType>(et);
+    uint64_t n = 0;
+    const uint64_t at = pos_;
+    ED_RETURN_IF_ERROR(ReadCount(&n, "array length of '" + key + "'"));
+    if (n > Remaining() / MinSize(v->array_type))
+      return Corrupt("array '" + key + "' at offset " + std::to_string(at) + " claims " + std::to_string(n) +
+                     " elements, more than the file holds");
+    const std::string what = "array '" + key + "' of " + std::to_string(n) + " " + ValueTypeName(v->array_type);
+    if (v->array_type == ValueType::kString) {
+      ED_RETURN_IF_ERROR(Charge(n * sizeof(std::string), at, what));
+      v->strings.resize(n);
+      for (uint64_t j = 0; j < n; ++j) {
+        const uint64_t s_at = pos_;
+        ED_RETURN_IF_ERROR(ReadString(&v->strings[j], "element " + std::to_string(j) + " of '" + key + "'"));
+        ED_RETURN_IF_ERROR(Charge(HeapBytes(v->strings[j]), s_at, what));
+      }
+      return Status::Ok();
+    }
+    if (v->array_type == ValueType::kArray) {
+      ED_RETURN_IF_ERROR(Charge(n * sizeof(Value), at, what));
+      v->array.resize(n);
+      for (uint64_t j = 0; j < n; ++j) {
+        v->array[j].type = ValueType::kArray;
+        ED_RETURN_IF_ERROR(ReadArray(&v->array[j], key, depth + 1));
+      }
+      return Status::Ok();
+    }
+    const uint64_t bytes = n * ValueTypeSize(v->array_type);  // n <= Remaining() / size: no overflow
+    ED_RETURN_IF_ERROR(Charge(bytes, at, what));
+    v->packed.assign(base_ + pos_, base_ + pos_ + bytes);
+    if (v->array_type == ValueType::kBool) {
+      for (uint64_t j = 0; j < n; ++j)
+        if (v->packed[j] > 1)
+          return Corrupt("at offset " + std::to_string(pos_ + j) + ": element " + std::to_string(j) + " of bool array '" +
+                         key + "' has value " + std::to_string(v->packed[j]));
+    }
+    pos_ += bytes;
+    return Status::Ok();
+  }
+
   Status ReadValue(ValueType type, Value* v, const std::string& key, int depth) {
     v->type = type;
     const std::string what = "value of '" + key + "'";
@@ -287,23 +411,12 @@ class Parser {
         v->u = x;
         return Status::Ok();
       }
-      case ValueType::kString: return ReadString(&v->str, what);
-      case ValueType::kArray: {
-        if (depth > 8) return Corrupt(At() + "arrays nested too deep in '" + key + "'");
-        uint32_t et = 0;
-        ED_RETURN_IF_ERROR(ReadPod(&et, "array type of '" + key + "'"));
-        if (et > 12) return Corrupt(At() + "array '" + key + "' has invalid element type " + std::to_string(et));
-        v->array_type = static_cast<ValueType>(et);
-        uint64_t n = 0;
-        uint64_t at = pos_;
-        ED_RETURN_IF_ERROR(ReadCount(&n, "array length of '" + key + "'"));
-        if (n > Remaining() / MinSize(v->array_type))
-          return Corrupt("array '" + key + "' at offset " + std::to_string(at) + " claims " + std::to_string(n) +
-                         " elements, more than the file holds");
-        v->array.resize(n);
-        for (uint64_t j = 0; j < n; ++j) ED_RETURN_IF_ERROR(ReadValue(v->array_type, &v->array[j], key, depth + 1));
-        return Status::Ok();
+      case ValueType::kString: {
+        const uint64_t at = pos_;
+        ED_RETURN_IF_ERROR(ReadString(&v->str, what));
+        return Charge(HeapBytes(v->str), at, "string '" + key + "'");
       }
+      case ValueType::kArray: return ReadArray(v, key, depth);
     }
     return Corrupt(At() + "metadata '" + key + "' has invalid value type " + std::to_string(static_cast<uint32_t>(type)));
   }
@@ -312,6 +425,8 @@ class Parser {
   const uint8_t* base_;
   uint64_t size_;
   uint64_t pos_ = 0;
+  uint64_t mem_budget_;
+  uint64_t mem_ = 0;
 };
 
 Result<std::unique_ptr<File>> File::Open(const std::string& path) {
@@ -357,7 +472,9 @@ static Status Missing(const File& f, const std::string& key) {
   return NotFound(f.path() + ": required metadata key '" + key + "' is missing");
 }
 static Status WrongType(const File& f, const std::string& key, const Value& v, const char* want) {
-  return Corrupt(f.path() + ": metadata '" + key + "' has type " + ValueTypeName(v.type) + ", expected " + want);
+  const std::string got = v.type == ValueType::kArray ? std::string("array of ") + ValueTypeName(v.array_type)
+                                                      : std::string(ValueTypeName(v.type));
+  return Corrupt(f.path() + ": metadata '" + key + "' has type " + got + ", expected " + want);
 }
 
 Result<std::string> File::GetString(const std::string& key) const {
@@ -392,10 +509,7 @@ Result<std::vector<std::string>> File::GetStringArray(const std::string& key) co
   const Value* v = Find(key);
   if (!v) return Missing(*this, key);
   if (v->type != ValueType::kArray || v->array_type != ValueType::kString) return WrongType(*this, key, *v, "array of str");
-  std::vector<std::string> out;
-  out.reserve(v->array.size());
-  for (const Value& e : v->array) out.push_back(e.str);
-  return out;
+  return v->strings;
 }
 
 Result<std::vector<double>> File::GetFloatArray(const std::string& key) const {
@@ -403,20 +517,19 @@ Result<std::vector<double>> File::GetFloatArray(const std::string& key) const {
   if (!v) return Missing(*this, key);
   if (v->type != ValueType::kArray || v->array_type == ValueType::kString || v->array_type == ValueType::kArray)
     return WrongType(*this, key, *v, "array of numbers");
-  std::vector<double> out;
-  out.reserve(v->array.size());
-  for (const Value& e : v->array) out.push_back(e.as_double());
+  std::vector<double> out(v->array_size());
+  for (size_t j = 0; j < out.size(); ++j) out[j] = v->element(j).as_double();
   return out;
 }
 
 Result<std::vector<int64_t>> File::GetIntArray(const std::string& key) const {
   const Value* v = Find(key);
   if (!v) return Missing(*this, key);
-  if (v->type != ValueType::kArray || v->array_type == ValueType::kString || v->array_type == ValueType::kArray)
+  if (v->type != ValueType::kArray || v->array_type == ValueType::kString || v->array_type == ValueType::kArray ||
+      v->array_type == ValueType::kFloat32 || v->array_type == ValueType::kFloat64)
     return WrongType(*this, key, *v, "array of integers");
-  std::vector<int64_t> out;
-  out.reserve(v->array.size());
-  for (const Value& e : v->array) out.push_back(e.as_int());
+  std::vector<int64_t> out(v->array_size());
+  for (size_t j = 0; j < out.size(); ++j) out[j] = v->element(j).as_int();
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <random>
 
+#include "base/child_limit.h"
 #include "gguf/gguf.h"
 
 namespace edgedecode::gguf {
@@ -115,8 +116,8 @@ TEST(Gguf, RoundTripsEveryValueType) {
   EXPECT_EQ((*f)->GetStringArray("t.strs").value(), (std::vector<std::string>{"a", "", "ünï"}));
   const Value* n = (*f)->Find("t.nested");
   ASSERT_EQ(n->array.size(), 2u);
-  EXPECT_EQ(n->array[0].array[1].as_int(), 2);
-  EXPECT_EQ(n->array[1].array[0].as_int(), 3);
+  EXPECT_EQ(n->array[0].element(1).as_int(), 2);
+  EXPECT_EQ(n->array[1].element(0).as_int(), 3);
   const TensorInfo* b = (*f)->FindTensor("b");
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->rows(), 3);
@@ -243,6 +244,138 @@ TEST(GgufBad, RealMangledVocabIsRejected) {
     GTEST_FAIL() << "mangled file parsed as valid GGUF";
   }
   EXPECT_FALSE(f.status().message().empty());
+}
+
+// Hand-written GGUF bytes (version 3 unless said), for files the Writer would not produce.
+struct Bytes {
+  std::vector<uint8_t> b;
+  void u32(uint32_t v) { b.insert(b.end(), reinterpret_cast<uint8_t*>(&v), reinterpret_cast<uint8_t*>(&v) + 4); }
+  void u64(uint64_t v) { b.insert(b.end(), reinterpret_cast<uint8_t*>(&v), reinterpret_cast<uint8_t*>(&v) + 8); }
+  void str(const std::string& s) { u64(s.size()); b.insert(b.end(), s.begin(), s.end()); }
+  void header(uint64_t n_tensors, uint64_t n_kv) { u32(0x46554747u); u32(3); u64(n_tensors); u64(n_kv); }
+  void pad() { while (b.size() % 32) b.push_back(0); }
+};
+
+// An array of 3 x 10^7 u8 (a 30 MB file) cost ~96 bytes an element when every element was a Value: ~2.9 GB.
+// Packed, it costs its file size; under a 1 GiB address-space limit it opens.
+TEST(GgufBad, LongArraysCostAboutTheirFileSize) {
+  const uint64_t n = 30'000'000;
+  Bytes x;
+  x.header(0, 1);
+  x.str("t.bytes");
+  x.u32(static_cast<uint32_t>(ValueType::kArray));
+  x.u32(static_cast<uint32_t>(ValueType::kUint8));
+  x.u64(n);
+  x.b.resize(x.b.size() + n, 7);
+  const std::string path = TmpPath("long_array.gguf");
+  WriteAll(path, x.b);
+  const int rc = testing_util::RunWithMemoryLimit([&] {
+    auto f = File::Open(path);
+    if (!f.ok()) return 10;
+    const Value* v = (*f)->Find("t.bytes");
+    return v != nullptr && v->array_size() == n && v->element(n - 1).u == 7 ? 0 : 11;
+  });
+  std::remove(path.c_str());
+  EXPECT_EQ(rc, 0) << "10: open failed, 11: wrong contents, >128: killed by a signal (unbounded memory)";
+}
+
+// Nested arrays still take a Value per element (~12 bytes in the file each): 2 x 10^6 of them would take
+// several times the file size, so the memory budget refuses them with a clear error, in bounded memory.
+TEST(GgufBad, MetadataBeyondTheMemoryBudgetIsRefused) {
+  const uint64_t n = 2'000'000;
+  Bytes x;
+  x.header(0, 1);
+  x.str("t.nested");
+  x.u32(static_cast<uint32_t>(ValueType::kArray));
+  x.u32(static_cast<uint32_t>(ValueType::kArray));
+  x.u64(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    x.u32(static_cast<uint32_t>(ValueType::kUint8));
+    x.u64(0);
+  }
+  const std::string path = TmpPath("nested.gguf");
+  WriteAll(path, x.b);
+  const int rc = testing_util::RunWithMemoryLimit([&] {
+    auto f = File::Open(path);
+    if (f.ok()) return 10;
+    return f.status().message().find("would bring the parsed metadata past") != std::string::npos &&
+                   f.status().message().find("t.nested") != std::string::npos
+               ? 0
+               : 11;
+  });
+  EXPECT_EQ(rc, 0) << "10: accepted, 11: another message, >128: killed by a signal";
+  auto f = File::Open(path);  // the message itself, in this process
+  std::remove(path.c_str());
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("4 x the file size + 16 MiB"), std::string::npos) << f.status().message();
+}
+
+// Tensor dims whose product overflows, and offsets near 2^64: refused naming the tensor, no overflow (UBSan).
+TEST(GgufBad, OverflowingTensorInfoNamesTheTensor) {
+  auto craft = [](const std::vector<uint64_t>& dims, uint64_t offset) {
+    Bytes x;
+    x.header(1, 0);
+    x.str("big.weight");
+    x.u32(static_cast<uint32_t>(dims.size()));
+    for (uint64_t d : dims) x.u64(d);
+    x.u32(0);  // f32
+    x.u64(offset);
+    x.pad();
+    x.b.resize(x.b.size() + 256, 0);
+    return x.b;
+  };
+  std::string err = OpenError(craft({1u << 20, 1u << 20, 1u << 20, 1u << 20}, 0), "dims.gguf");
+  EXPECT_NE(err.find("tensor 'big.weight' has an absurd dimension"), std::string::npos) << err;
+  err = OpenError(craft({uint64_t{1} << 63, 2}, 0), "dim63.gguf");
+  EXPECT_NE(err.find("tensor 'big.weight' has an absurd dimension"), std::string::npos) << err;
+  err = OpenError(craft({32}, ~uint64_t{31}), "offset.gguf");
+  EXPECT_NE(err.find("tensor 'big.weight' data"), std::string::npos) << err;
+  EXPECT_NE(err.find("lies outside the file"), std::string::npos) << err;
+  err = OpenError(craft({uint64_t{1} << 40, uint64_t{1} << 10}, 0), "size.gguf");
+  EXPECT_NE(err.find("big.weight"), std::string::npos) << err;
+}
+
+// 64-bit counts and lengths are never cut to 32 bits: a string length of 2^32 + 1 is not read as 1.
+TEST(GgufBad, SixtyFourBitLengthsAreNotTruncated) {
+  Bytes x;
+  x.header(0, 1);
+  x.u64((uint64_t{1} << 32) + 1);  // key length
+  x.b.push_back('k');
+  x.u32(static_cast<uint32_t>(ValueType::kUint8));
+  x.b.push_back(1);
+  std::string err = OpenError(x.b, "len.gguf");
+  EXPECT_NE(err.find("string length 4294967297"), std::string::npos) << err;
+  Bytes y;
+  y.header(0, 1);
+  y.str("k");
+  y.u32(static_cast<uint32_t>(ValueType::kArray));
+  y.u32(static_cast<uint32_t>(ValueType::kUint8));
+  y.u64((uint64_t{1} << 32) + 2);
+  y.b.resize(y.b.size() + 16, 0);
+  err = OpenError(y.b, "count.gguf");
+  EXPECT_NE(err.find("claims 4294967298 elements"), std::string::npos) << err;
+}
+
+TEST(Gguf, IntAndFloatGettersOnOddValues) {
+  Writer w;
+  Value huge;
+  huge.type = ValueType::kFloat64;
+  huge.f = 1e300;
+  w.Set("t.huge", huge);
+  w.Set("t.floats", Value::F32Array({1.5f, std::nanf("")}));
+  w.Set("t.ints", Value::I32Array({-1, 7}));
+  const std::string path = TmpPath("odd.gguf");
+  ASSERT_TRUE(w.Write(path).ok());
+  auto f = File::Open(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ((*f)->Find("t.huge")->as_int(), INT64_MAX);  // saturated, not undefined
+  auto ints = (*f)->GetIntArray("t.floats");
+  ASSERT_FALSE(ints.ok());
+  EXPECT_NE(ints.status().message().find("has type array of f32, expected array of integers"), std::string::npos)
+      << ints.status().message();
+  EXPECT_EQ((*f)->GetIntArray("t.ints").value(), (std::vector<int64_t>{-1, 7}));
+  EXPECT_EQ((*f)->GetFloatArray("t.floats").value()[0], 1.5);
 }
 
 }  // namespace

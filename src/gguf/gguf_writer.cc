@@ -37,8 +37,14 @@ class Encoder {
       case ValueType::kString: Str(v.str); break;
       case ValueType::kArray:
         Pod<uint32_t>(static_cast<uint32_t>(v.array_type));
-        Pod<uint64_t>(v.array.size());
-        for (const gguf::Value& e : v.array) Value(e);
+        Pod<uint64_t>(v.array_size());
+        if (v.array_type == ValueType::kString) {
+          for (const std::string& e : v.strings) Str(e);
+        } else if (v.array_type == ValueType::kArray) {
+          for (const gguf::Value& e : v.array) Value(e);
+        } else {
+          out_->append(reinterpret_cast<const char*>(v.packed.data()), v.packed.size());
+        }
         break;
     }
   }

@@ -107,6 +107,7 @@ Status Context::Eval(const int32_t* tokens, int n, bool all_logits) {
       return InvalidArgument("token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." +
                              std::to_string(n_vocab_ - 1) + ")");
   }
+  const int p_start = n_past_;
   if (all_logits && n > params_.n_batch) {
     // Keep every row: evaluate chunk by chunk and gather.
     std::vector<float> all(static_cast<size_t>(n) * n_vocab_);
@@ -117,12 +118,45 @@ Status Context::Eval(const int32_t* tokens, int n, bool all_logits) {
     }
     logits_ = std::move(all);
     n_logit_rows_ = n;
-    return Status::Ok();
+    return CheckLogits(p_start);
   }
   if (logits_.size() < static_cast<size_t>(params_.n_batch) * n_vocab_) logits_.resize(static_cast<size_t>(params_.n_batch) * n_vocab_);
   for (int i = 0; i < n; i += params_.n_batch) {
     int m = std::min(params_.n_batch, n - i);
     EvalBatch(tokens + i, m, all_logits);
+  }
+  return CheckLogits(p_start);
+}
+
+namespace {
+
+// Whether any of n floats is NaN or Inf (exponent all ones), as an integer reduction the compiler vectorizes:
+// a scan of n_vocab floats per row, next to the n_vocab x dim multiply-adds that produced them.
+bool AnyNonFinite(const float* x, size_t n) {
+  uint32_t any = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, x + i, 4);
+    any |= static_cast<uint32_t>((u & 0x7F800000u) == 0x7F800000u);
+  }
+  return any != 0;
+}
+
+}  // namespace
+
+Status Context::CheckLogits(int p_start) {
+  for (int r = 0; r < n_logit_rows_; ++r) {
+    if (!AnyNonFinite(logits(r), static_cast<size_t>(n_vocab_))) continue;
+    // The positions of this call are dropped (as if it failed before running) and the weights are scanned in
+    // full to say where the NaN came from: a pass over the model, paid only on this failure.
+    const int pos = n_past_ - n_logit_rows_ + r;
+    n_past_ = p_start;
+    n_logit_rows_ = 0;
+    const Status weights = model_.CheckWeights(true);
+    return Corrupt("the logits at position " + std::to_string(pos) + " are NaN or Inf: " +
+                   (weights.ok() ? std::string("every weight is finite, so the activations overflowed (the weights' "
+                                               "scale is broken)")
+                                 : weights.message()));
   }
   return Status::Ok();
 }

@@ -53,7 +53,8 @@ class Context {
 
   // Evaluates `n` tokens at positions n_past() .. n_past()+n-1 and appends them to the KV cache.
   // all_logits: keep the logits of every token (else only the last). Fails (without changing the
-  // cache) when the tokens do not fit in the context or an id is out of range.
+  // cache) when the tokens do not fit in the context or an id is out of range; Corrupt (the positions
+  // dropped again) when the logits come out NaN or Inf, naming the broken weight where there is one.
   Status Eval(const int32_t* tokens, int n, bool all_logits);
 
   // Logits of the last Eval: (n or 1 rows, n_vocab).
@@ -79,6 +80,9 @@ class Context {
  private:
   Context(const Model& model, const ContextParams& params, int n_ctx, int n_threads);
   void EvalBatch(const int32_t* tokens, int m, bool all_logits);
+  // Corrupt when a logits row of the last Eval (which started at position p_start) holds a NaN or Inf, naming
+  // the position and the weight that caused it; the Eval's positions are then dropped.
+  Status CheckLogits(int p_start);
 
   // One weight matrix and where its output goes: Y (m, w.rows) = X (m, w.cols) * W^T.
   struct MatJob {

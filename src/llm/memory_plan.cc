@@ -58,8 +58,10 @@ namespace {
 
 // Heap bytes of parsed metadata values (the tokenizer arrays dominate).
 uint64_t ValueBytes(const gguf::Value& v) {
-  uint64_t b = sizeof(gguf::Value);
+  uint64_t b = sizeof(gguf::Value) + v.packed.capacity() + v.strings.capacity() * sizeof(std::string);
   if (v.str.size() > 15) b += v.str.capacity() + 1;
+  for (const std::string& s : v.strings)
+    if (s.size() > 15) b += s.capacity() + 1;
   for (const gguf::Value& e : v.array) b += ValueBytes(e);
   return b;
 }
@@ -120,7 +122,7 @@ static uint64_t ReadU64File(const std::string& path, bool* ok) {
   }
 }
 
-uint64_t AvailableMemoryBytes() {
+Result<uint64_t> AvailableMemoryBytes() {
   uint64_t avail = 0;
   std::ifstream mi("/proc/meminfo");
   std::string key;
@@ -143,9 +145,15 @@ uint64_t AvailableMemoryBytes() {
   }
   // A stand-in for a smaller device (tests, or trying a deployment on a bigger machine).
   if (const char* env = std::getenv("EDGEDECODE_AVAILABLE_MEMORY")) {
-    char* end = nullptr;
-    unsigned long long v = std::strtoull(env, &end, 10);
-    if (end != env && v > 0) avail = avail ? std::min<uint64_t>(avail, v) : v;
+    const std::string text = env;
+    uint64_t v = 0;
+    bool digits = !text.empty() && text.size() <= 19;
+    for (char c : text) digits = digits && c >= '0' && c <= '9';
+    if (digits) v = std::stoull(text);
+    if (!digits || v == 0 || v > kMaxMemoryBytes)
+      return InvalidArgument("EDGEDECODE_AVAILABLE_MEMORY='" + text + "' is not a number of bytes from 1 to " +
+                             std::to_string(kMaxMemoryBytes));
+    avail = avail ? std::min<uint64_t>(avail, v) : v;
   }
   return avail;
 }

@@ -60,7 +60,10 @@ MemoryPlan PlanMemory(const Model& model, const PlanParams& p);
 
 // Memory the device gives the process: MemAvailable, capped by the cgroup (v2 memory.max or v1
 // limit_in_bytes) minus its current usage, and by EDGEDECODE_AVAILABLE_MEMORY (bytes) when set. 0 when unknown.
-uint64_t AvailableMemoryBytes();
+// InvalidArgument when EDGEDECODE_AVAILABLE_MEMORY is set but not a plain number of bytes in [1, kMaxMemoryBytes].
+Result<uint64_t> AvailableMemoryBytes();
+// The largest device memory a plan takes (64 PiB): beyond it a size is a typo or a negative number wrapped.
+constexpr uint64_t kMaxMemoryBytes = uint64_t{1} << 56;
 // Peak resident set of this process so far (VmHWM), bytes; 0 when unknown.
 uint64_t PeakRssBytes();
 

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -14,6 +15,15 @@ namespace edgedecode::llm {
 namespace {
 
 const char* kSupported = "llama, qwen2, qwen3";
+constexpr int64_t kMaxDim = int64_t{1} << 24;      // embedding, ffn and q widths, block count
+constexpr int64_t kMaxContext = int64_t{1} << 30;  // trained context length
+constexpr uint64_t kTensorsPerBlock = 9;           // attn_norm, q, k, v, output, ffn_norm, gate, up, down
+
+// Prefixes the file name unless the message already starts with it (the gguf getters name the file).
+Status WithPath(const Status& st, const std::string& path) {
+  if (st.ok() || st.message().rfind(path + ": ", 0) == 0) return st;
+  return st.WithContext(path);
+}
 
 }  // namespace
 
@@ -22,7 +32,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, bool load_to
   std::unique_ptr<Model> m(new Model());
   m->file_ = std::move(file);
   Status st = m->Init(load_tokenizer);
-  if (!st.ok()) return st.WithContext(path);
+  if (!st.ok()) return WithPath(st, path);
   return m;
 }
 
@@ -33,33 +43,48 @@ Status Model::Init(bool load_tokenizer) {
     return Unsupported("architecture '" + cfg_.arch + "' is not supported (supported: " + kSupported + ")");
   const std::string a = cfg_.arch + ".";
   cfg_.name = f.GetStringOr("general.name", "");
-  auto need = [&](const std::string& key, int* out) -> Status {
-    ED_ASSIGN_OR_RETURN(int64_t v, f.GetInt(key));
-    if (v <= 0 || v > (1 << 24)) return Corrupt("metadata '" + key + "' has an invalid value " + std::to_string(v));
+  // Every hyper-parameter is range-checked as int64 before it becomes an int, and the products the runtime
+  // forms from them (q_dim, kv_dim) before they are formed; the tensors then have to match them.
+  auto in_range = [&](const std::string& key, int64_t v, int64_t lo, int64_t hi, int* out) -> Status {
+    if (v < lo || v > hi)
+      return Corrupt("metadata '" + key + "' has an invalid value " + std::to_string(v) + " (expected " +
+                     std::to_string(lo) + " to " + std::to_string(hi) + ")");
     *out = static_cast<int>(v);
     return Status::Ok();
+  };
+  auto need = [&](const std::string& key, int* out) -> Status {
+    ED_ASSIGN_OR_RETURN(int64_t v, f.GetInt(key));
+    return in_range(key, v, 1, kMaxDim, out);
+  };
+  auto opt = [&](const std::string& key, int64_t def, int64_t lo, int64_t hi, int* out) -> Status {
+    return in_range(key, f.GetIntOr(key, def), lo, hi, out);
   };
   ED_RETURN_IF_ERROR(need(a + "embedding_length", &cfg_.dim));
   ED_RETURN_IF_ERROR(need(a + "block_count", &cfg_.n_layers));
   ED_RETURN_IF_ERROR(need(a + "feed_forward_length", &cfg_.ffn_dim));
   ED_RETURN_IF_ERROR(need(a + "attention.head_count", &cfg_.n_heads));
-  cfg_.n_ctx_train = static_cast<int>(f.GetIntOr(a + "context_length", 2048));
-  cfg_.n_kv_heads = static_cast<int>(f.GetIntOr(a + "attention.head_count_kv", cfg_.n_heads));
-  if (cfg_.n_kv_heads <= 0 || cfg_.n_heads % cfg_.n_kv_heads != 0)
+  ED_RETURN_IF_ERROR(opt(a + "context_length", 2048, 1, kMaxContext, &cfg_.n_ctx_train));
+  ED_RETURN_IF_ERROR(opt(a + "attention.head_count_kv", cfg_.n_heads, 1, cfg_.n_heads, &cfg_.n_kv_heads));
+  if (cfg_.n_heads % cfg_.n_kv_heads != 0)
     return Corrupt("head_count " + std::to_string(cfg_.n_heads) + " is not a multiple of head_count_kv " +
                    std::to_string(cfg_.n_kv_heads));
-  cfg_.head_dim = static_cast<int>(f.GetIntOr(a + "attention.key_length", cfg_.dim / cfg_.n_heads));
-  if (cfg_.head_dim <= 0 || cfg_.head_dim % 2 != 0 || cfg_.head_dim > (1 << 16))
-    return Corrupt("head dimension " + std::to_string(cfg_.head_dim) + " must be positive and even");
+  const int64_t head_dim = f.GetIntOr(a + "attention.key_length", cfg_.dim / cfg_.n_heads);
+  if (head_dim <= 0 || head_dim % 2 != 0 || head_dim > (1 << 16))
+    return Corrupt("head dimension " + std::to_string(head_dim) + " must be positive, even and at most 65536");
+  cfg_.head_dim = static_cast<int>(head_dim);
+  if (static_cast<int64_t>(cfg_.n_heads) * head_dim > kMaxDim)
+    return Corrupt("head_count " + std::to_string(cfg_.n_heads) + " x head dimension " + std::to_string(head_dim) +
+                   " exceeds " + std::to_string(kMaxDim));
   // One head size serves K and V here (as in every model of these architectures).
   const int64_t v_len = f.GetIntOr(a + "attention.value_length", cfg_.head_dim);
   if (v_len != cfg_.head_dim)
     return Unsupported("attention.value_length " + std::to_string(v_len) + " differs from key_length " +
                        std::to_string(cfg_.head_dim) + " (only equal K and V head sizes are supported)");
-  cfg_.n_rot = static_cast<int>(f.GetIntOr(a + "rope.dimension_count", cfg_.head_dim));
-  if (cfg_.n_rot <= 0 || cfg_.n_rot > cfg_.head_dim || cfg_.n_rot % 2)
-    return Corrupt("rope.dimension_count " + std::to_string(cfg_.n_rot) + " does not fit head dimension " +
+  const int64_t n_rot = f.GetIntOr(a + "rope.dimension_count", cfg_.head_dim);
+  if (n_rot <= 0 || n_rot > cfg_.head_dim || n_rot % 2)
+    return Corrupt("rope.dimension_count " + std::to_string(n_rot) + " does not fit head dimension " +
                    std::to_string(cfg_.head_dim));
+  cfg_.n_rot = static_cast<int>(n_rot);
   cfg_.rope_base = static_cast<float>(f.GetFloatOr(a + "rope.freq_base", 10000.0));
   std::string scaling = f.GetStringOr(a + "rope.scaling.type", "none");
   double factor = f.GetFloatOr(a + "rope.scaling.factor", 0.0);
@@ -76,10 +101,15 @@ Status Model::Init(bool load_tokenizer) {
     if (!t)
       return NotFound("required tensor '" + name + "' is missing (the architecture needs " + std::to_string(cols) + "x" +
                       (rows > 0 ? std::to_string(rows) : std::string("n_vocab")) + ")");
-    if (t->dims.size() != 2 || t->dims[0] != cols || (rows > 0 && t->dims[1] != rows))
-      return Corrupt("tensor '" + name + "' has shape " + std::to_string(t->dims[0]) + "x" +
-                     (t->dims.size() > 1 ? std::to_string(t->dims[1]) : std::string("?")) + ", the architecture needs " +
-                     std::to_string(cols) + "x" + (rows > 0 ? std::to_string(rows) : std::string("n_vocab")));
+    if (t->dims.size() != 2 || t->dims[0] != cols || (rows > 0 && t->dims[1] != rows)) {
+      std::string shape;
+      for (size_t i = 0; i < t->dims.size(); ++i) {
+        if (i > 0) shape += 'x';
+        shape += std::to_string(t->dims[i]);
+      }
+      return Corrupt("tensor '" + name + "' has shape " + shape + ", the architecture needs " + std::to_string(cols) +
+                     "x" + (rows > 0 ? std::to_string(rows) : std::string("n_vocab")));
+    }
     if (!quant::CanDequantize(t->ggml_type()))
       return Unsupported("tensor '" + name + "' has type " + TypeName(t->type) +
                          ", which is not supported (supported: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k)");
@@ -99,12 +129,25 @@ Status Model::Init(bool load_tokenizer) {
       return Unsupported("tensor '" + name + "' has unsupported type " + TypeName(t->type));
     out->resize(static_cast<size_t>(n));
     quant::DequantizeRow(t->ggml_type(), t->data, out->data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      if (!std::isfinite((*out)[static_cast<size_t>(i)]))
+        return Corrupt("tensor '" + name + "' element " + std::to_string(i) + " is " +
+                       std::to_string((*out)[static_cast<size_t>(i)]) + " (NaN or Inf: the weights are broken)");
     return Status::Ok();
   };
 
   const int64_t dim = cfg_.dim, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), ffn = cfg_.ffn_dim;
   ED_RETURN_IF_ERROR(weight("token_embd.weight", dim, 0, &token_embd_));
+  if (token_embd_.rows > static_cast<int64_t>(tok::kMaxVocab))
+    return Corrupt("tensor 'token_embd.weight' has " + std::to_string(token_embd_.rows) + " rows, more than the limit of " +
+                   std::to_string(tok::kMaxVocab) + " tokens");
   cfg_.n_vocab = static_cast<int>(token_embd_.rows);
+  // Each block has at least kTensorsPerBlock tensors: a block count the file cannot hold is refused before
+  // anything is sized by it.
+  if (static_cast<uint64_t>(cfg_.n_layers) * kTensorsPerBlock > f.tensors().size())
+    return Corrupt("metadata '" + a + "block_count' is " + std::to_string(cfg_.n_layers) + " but the file has " +
+                   std::to_string(f.tensors().size()) + " tensors (each block needs at least " +
+                   std::to_string(kTensorsPerBlock) + ")");
   layers_.resize(static_cast<size_t>(cfg_.n_layers));
   for (int l = 0; l < cfg_.n_layers; ++l) {
     LayerWeights& L = layers_[static_cast<size_t>(l)];
@@ -148,10 +191,31 @@ Status Model::Init(bool load_tokenizer) {
   }
 
   if (!load_tokenizer) return Status::Ok();
-  ED_ASSIGN_OR_RETURN(tokenizer_, tok::Tokenizer::FromGguf(f));
+  {
+    auto t = tok::Tokenizer::FromGguf(f);
+    if (!t.ok()) return t.status();
+    tokenizer_ = std::move(t).value();
+  }
   if (tokenizer_->vocab_size() != cfg_.n_vocab)
     return Corrupt("the tokenizer has " + std::to_string(tokenizer_->vocab_size()) + " tokens but token_embd.weight has " +
                    std::to_string(cfg_.n_vocab) + " rows");
+  return Status::Ok();
+}
+
+Status Model::CheckWeights(bool full) const {
+  for (const Weight* w : all_weights()) {
+    const gguf::TensorInfo* t = file_->FindTensor(w->name);
+    if (t == nullptr) continue;
+    const int64_t bad = quant::FirstNonFinite(t->ggml_type(), t->data, t->n_elements(), !full);
+    if (bad < 0) continue;
+    const GgmlTypeTraits& tr = TypeTraits(t->type);
+    const uint64_t block = static_cast<uint64_t>(bad / tr.block_size);
+    const uint64_t at = file_->data_offset() + t->offset + block * tr.type_size;
+    const std::string where = tr.block_size > 1 ? "block " + std::to_string(block) + " (elements from " + std::to_string(bad) + ")"
+                                                : "element " + std::to_string(bad);
+    return Corrupt("tensor '" + w->name + "' (" + tr.name + ") " + where + " at file offset " + std::to_string(at) +
+                   (tr.block_size > 1 ? " has a NaN or Inf scale" : " is NaN or Inf") + ": the weights are broken");
+  }
   return Status::Ok();
 }
 

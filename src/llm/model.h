@@ -104,6 +104,13 @@ class Model {
   size_t RepackForKernels(kernels::Isa isa);
   size_t packed_bytes() const { return packed_bytes_; }
 
+  // Checks that no stored weight is NaN or Inf (the 1-D tensors are checked by Load). full=false reads only the
+  // scales of the block-quantized matrices, one f16 per block (cheap next to loading; a block of integers
+  // under finite scales is finite); full=true also reads every element of the f32 / f16 / bf16 matrices, a
+  // pass over them (Context runs it to explain non-finite logits). Corrupt naming the tensor, the element
+  // (or block) and its offset in the file.
+  Status CheckWeights(bool full) const;
+
   // Bytes of all weights as stored (what decode streams once per token).
   size_t weight_bytes() const;
   // Every 2-D weight, for logging and accounting.

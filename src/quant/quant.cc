@@ -2,6 +2,8 @@
 #include "quant/quant.h"
 
 #include <cassert>
+#include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -28,6 +30,81 @@ bool CanDequantize(GgmlType t) {
 }
 
 bool CanQuantize(GgmlType t) { return CanDequantize(t); }  // q8_k included (activation format)
+
+namespace {
+
+bool HalfFinite(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return (h & 0x7C00) != 0x7C00;  // exponent all ones: inf or NaN
+}
+
+// Byte offsets of the f16 scales inside one block of t (up to two), and how many.
+int HalfScaleOffsets(GgmlType t, size_t off[2]) {
+  switch (t) {
+    case GgmlType::kQ4_0: off[0] = offsetof(BlockQ4_0, d); return 1;
+    case GgmlType::kQ4_1: off[0] = offsetof(BlockQ4_1, d); off[1] = offsetof(BlockQ4_1, m); return 2;
+    case GgmlType::kQ5_0: off[0] = offsetof(BlockQ5_0, d); return 1;
+    case GgmlType::kQ5_1: off[0] = offsetof(BlockQ5_1, d); off[1] = offsetof(BlockQ5_1, m); return 2;
+    case GgmlType::kQ8_0: off[0] = offsetof(BlockQ8_0, d); return 1;
+    case GgmlType::kQ2_K: off[0] = offsetof(BlockQ2_K, d); off[1] = offsetof(BlockQ2_K, dmin); return 2;
+    case GgmlType::kQ3_K: off[0] = offsetof(BlockQ3_K, d); return 1;
+    case GgmlType::kQ4_K: off[0] = offsetof(BlockQ4_K, d); off[1] = offsetof(BlockQ4_K, dmin); return 2;
+    case GgmlType::kQ5_K: off[0] = offsetof(BlockQ5_K, d); off[1] = offsetof(BlockQ5_K, dmin); return 2;
+    case GgmlType::kQ6_K: off[0] = offsetof(BlockQ6_K, d); return 1;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+int64_t FirstNonFinite(GgmlType t, const void* data, int64_t n, bool scales_only) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  switch (t) {
+    case GgmlType::kF32:
+      if (scales_only) return -1;
+      for (int64_t i = 0; i < n; ++i) {
+        float f;
+        std::memcpy(&f, p + 4 * i, 4);
+        if (!std::isfinite(f)) return i;
+      }
+      return -1;
+    case GgmlType::kF16:
+      if (scales_only) return -1;
+      for (int64_t i = 0; i < n; ++i)
+        if (!HalfFinite(p + 2 * i)) return i;
+      return -1;
+    case GgmlType::kBF16:
+      if (scales_only) return -1;
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        if ((h & 0x7F80) == 0x7F80) return i;
+      }
+      return -1;
+    case GgmlType::kQ8_K: {
+      const int64_t nb = n / kQKK;
+      for (int64_t b = 0; b < nb; ++b) {
+        float d;
+        std::memcpy(&d, p + b * sizeof(BlockQ8_K) + offsetof(BlockQ8_K, d), 4);
+        if (!std::isfinite(d)) return b * kQKK;
+      }
+      return -1;
+    }
+    default: break;
+  }
+  size_t off[2];
+  const int n_scales = HalfScaleOffsets(t, off);
+  const GgmlTypeTraits& tr = TypeTraits(static_cast<uint32_t>(t));
+  if (n_scales == 0 || tr.block_size <= 0) return -1;
+  const int64_t nb = n / tr.block_size;
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = p + static_cast<size_t>(b) * tr.type_size;
+    for (int k = 0; k < n_scales; ++k)
+      if (!HalfFinite(blk + off[k])) return b * tr.block_size;
+  }
+  return -1;
+}
 
 void DequantizeRow(GgmlType t, const void* src, float* dst, int64_t n) {
   const int64_t bs = TypeTraits(t).block_size;

@@ -26,6 +26,14 @@ void DequantizeRow(GgmlType t, const void* src, float* dst, int64_t n);
 // dst receives RowBytes(t, n) bytes.
 void QuantizeRow(GgmlType t, const float* src, void* dst, int64_t n);
 
+// The first stored value of a row run that is NaN or Inf, as an element index (-1: all finite), for the types
+// CanDequantize takes. n elements, a multiple of the block size; data holds RowBytes(t, n) bytes.
+// scales_only: for the block formats only the scales (d, and m / dmin where the format has one) are read, one
+// value per block, which is enough (a block's integers times finite scales are finite), and f32 / f16 / bf16
+// are not read at all (-1); else every f32 / f16 / bf16 element is read too. A bad block is reported as its
+// first element.
+int64_t FirstNonFinite(GgmlType t, const void* data, int64_t n, bool scales_only);
+
 // Reference dot product of one stored row (type t, n elements) with n float activations:
 // dequantize, multiply, accumulate in double. Written for clarity, not speed.
 float RefDotRow(GgmlType t, const void* row, const float* x, int64_t n);

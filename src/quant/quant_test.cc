@@ -561,3 +561,51 @@ TEST_F(QuantOracle, RequantizingF32ReproducesLlamaCppBytes) {
 
 }  // namespace
 }  // namespace edgedecode::quant
+
+namespace edgedecode::quant {
+namespace {
+
+// FirstNonFinite(scales_only) finds a NaN or Inf written anywhere in block 1 exactly when dequantizing the row
+// gives a non-finite value there (the scales are found by their effect, not by their layout).
+TEST(QuantNonFinite, ScaleScanAgreesWithDequantization) {
+  const GgmlType kTypes[] = {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ8_0,
+                             GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  for (GgmlType t : kTypes) {
+    const GgmlTypeTraits& tr = TypeTraits(t);
+    const int64_t n = 3 * tr.block_size;
+    std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+    for (float& v : x) v = normal(rng);
+    std::vector<uint8_t> q(RowBytes(t, n));
+    QuantizeRow(t, x.data(), q.data(), n);
+    EXPECT_EQ(FirstNonFinite(t, q.data(), n, true), -1) << tr.name;
+    int found = 0;
+    for (uint16_t bad : {uint16_t{0x7E00}, uint16_t{0x7C00}, uint16_t{0xFC00}}) {
+      for (size_t at = tr.type_size; at + 2 <= 2 * tr.type_size; at += 2) {
+        std::vector<uint8_t> b = q;
+        std::memcpy(b.data() + at, &bad, 2);
+        DequantizeRow(t, b.data(), y.data(), n);
+        bool nonfinite = false;
+        for (int64_t i = tr.block_size; i < 2 * tr.block_size; ++i) nonfinite |= !std::isfinite(y[static_cast<size_t>(i)]);
+        EXPECT_EQ(FirstNonFinite(t, b.data(), n, true), nonfinite ? tr.block_size : -1) << tr.name << " byte " << at;
+        found += nonfinite;
+      }
+    }
+    EXPECT_GT(found, 0) << tr.name;
+  }
+  // Float types: only read without scales_only, and then every element.
+  std::vector<float> f(64, 1.0f);
+  f[37] = std::nanf("");
+  EXPECT_EQ(FirstNonFinite(GgmlType::kF32, f.data(), 64, true), -1);
+  EXPECT_EQ(FirstNonFinite(GgmlType::kF32, f.data(), 64, false), 37);
+  std::vector<uint16_t> h(64, 0x3C00);
+  h[5] = 0x7C00;
+  EXPECT_EQ(FirstNonFinite(GgmlType::kF16, h.data(), 64, false), 5);
+  std::vector<uint16_t> bf(64, 0x3F80);
+  bf[63] = 0x7FC0;
+  EXPECT_EQ(FirstNonFinite(GgmlType::kBF16, bf.data(), 64, false), 63);
+}
+
+}  // namespace
+}  // namespace edgedecode::quant

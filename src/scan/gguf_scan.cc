@@ -28,6 +28,13 @@ Result<ScanReport> ScanGguf(const std::string& path, const Profile& p) {
   int64_t n_head = file.GetIntOr(arch + ".attention.head_count", 0);
   int64_t n_kv = file.GetIntOr(arch + ".attention.head_count_kv", n_head);
   int64_t n_layer = file.GetIntOr(arch + ".block_count", 0);
+  // These come from the file unchecked: the per-layer nodes below are bounded by the tensors actually present
+  // (a block has at least one), and the row widths by 2^32, before anything is sized or multiplied by them.
+  if (n_layer < 0 || static_cast<uint64_t>(n_layer) > file.tensors().size())
+    return Corrupt(path + ": " + arch + ".block_count " + std::to_string(n_layer) + " does not fit the file's " +
+                   std::to_string(file.tensors().size()) + " tensors");
+  for (int64_t* v : {&n_embd, &n_ff, &n_head, &n_kv})
+    if (*v < 0 || *v > (int64_t{1} << 32)) *v = 0;  // unknown
   std::set<std::string> types, ops;
   if (p.llm.is_object()) {
     for (const auto& t : p.llm.value("matmul_types", nlohmann::json::array())) types.insert(t.get<std::string>());

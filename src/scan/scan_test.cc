@@ -232,6 +232,12 @@ TEST(ScanGguf, WeightTypesAgainstProfileMatmulTypes) {
   ASSERT_TRUE(cpu.ok());
   EXPECT_EQ(cpu.value().n_cpu, 0);
   EXPECT_FALSE(ScanGguf(kData + "/llm/corrupt/ggml-vocab-llama-spm.utf8-mangled.gguf", P("cpu")).ok());
+  // A block_count the tensors cannot hold is refused before per-layer nodes are made for it (a vocab-only
+  // file says 32 blocks and has no tensors).
+  auto vocab = ScanGguf(kData + "/vocab/ggml-vocab-llama-spm.gguf", P("cpu"));
+  ASSERT_FALSE(vocab.ok());
+  EXPECT_NE(vocab.status().message().find("llama.block_count 32 does not fit the file's 0 tensors"), std::string::npos)
+      << vocab.status().message();
 }
 
 // The reason codes are a contract (docs/profiles.md): each value has its own non-empty code and text, the

@@ -42,6 +42,22 @@ uint32_t AttrFromType(int64_t t) {
 
 const char kSpmSpace[] = "\xE2\x96\x81";  // U+2581, SentencePiece's visible space
 
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// The byte of a byte-fallback token's text, exactly "<0xHH>" (two hex digits, either case).
+bool ParseByteToken(const std::string& text, uint8_t* byte) {
+  if (text.size() != 6 || text.compare(0, 3, "<0x") != 0 || text[5] != '>') return false;
+  const int hi = HexDigit(text[3]), lo = HexDigit(text[4]);
+  if (hi < 0 || lo < 0) return false;
+  *byte = static_cast<uint8_t>(hi * 16 + lo);
+  return true;
+}
+
 class VocabTokenizer final : public Tokenizer {
  public:
   static Result<std::unique_ptr<Tokenizer>> Build(const VocabSpec& s);
@@ -67,6 +83,7 @@ class VocabTokenizer final : public Tokenizer {
     std::string text;
     float score = 0;
     uint32_t attr = kNormal;
+    uint8_t byte = 0;  // the byte a kByte token stands for (its text is <0xHH>)
   };
   struct Fragment {  // a piece of the input: raw text [off, off+len) or a special token
     int32_t token = -1;
@@ -110,7 +127,9 @@ Result<std::unique_ptr<Tokenizer>> VocabTokenizer::Build(const VocabSpec& s) {
   }
   const size_t n = s.tokens.size();
   if (n == 0) return Corrupt("tokenizer.ggml.tokens is empty");
-  if (n > (1u << 30)) return Corrupt("tokenizer.ggml.tokens has an absurd size " + std::to_string(n));
+  if (n > kMaxVocab)
+    return Corrupt("tokenizer.ggml.tokens has " + std::to_string(n) + " tokens, more than the limit of " +
+                   std::to_string(kMaxVocab));
   if (!s.scores.empty() && s.scores.size() != n)
     return Corrupt("tokenizer.ggml.scores has " + std::to_string(s.scores.size()) +
                    " entries but tokenizer.ggml.tokens has " + std::to_string(n));
@@ -135,6 +154,12 @@ Result<std::unique_ptr<Tokenizer>> VocabTokenizer::Build(const VocabSpec& s) {
                        " is not a token type (0..6)");
       tk.attr = AttrFromType(ty);
     }
+    if ((tk.attr & kByte) && !ParseByteToken(tk.text, &tk.byte)) {
+      // llama.cpp reads whatever strtol makes of the two characters after "<0x" (0 for "<0xZZ>"): a wrong
+      // byte. The piece is kept as a normal token instead, its text standing for itself.
+      t->warnings_.push_back("token " + std::to_string(i) + " is typed byte but its text is not <0xHH>: treated as a normal token");
+      tk.attr = kNormal;
+    }
     if (tk.text.find("\xEF\xBF\xBD") != std::string::npos) n_replacement++;
     if (!IsValidUtf8(tk.text)) n_invalid++;
     t->token_to_id_[tk.text] = static_cast<int32_t>(i);  // the last duplicate wins, as llama.cpp
@@ -151,6 +176,9 @@ Result<std::unique_ptr<Tokenizer>> VocabTokenizer::Build(const VocabSpec& s) {
 
   if (!t->spm_) {
     if (s.merges.empty()) return Corrupt("tokenizer.ggml.merges is missing or empty (needed by gpt2)");
+    if (s.merges.size() > kMaxVocab)
+      return Corrupt("tokenizer.ggml.merges has " + std::to_string(s.merges.size()) + " entries, more than the limit of " +
+                     std::to_string(kMaxVocab));
     for (size_t i = 0; i < s.merges.size(); ++i) {
       const std::string& m = s.merges[i];
       const size_t pos = m.find(' ', 1);
@@ -426,9 +454,7 @@ std::string VocabTokenizer::TokenToPiece(int32_t id, bool render_special) const 
       }
       return r;
     }
-    if ((tk.attr & kByte) && tk.text.size() == 6 && tk.text.compare(0, 3, "<0x") == 0) {
-      return std::string(1, static_cast<char>(std::stoi(tk.text.substr(3, 2), nullptr, 16)));
-    }
+    if (tk.attr & kByte) return std::string(1, static_cast<char>(tk.byte));  // text checked at load
     return "";
   }
   if (tk.attr & kNormal) {
@@ -467,7 +493,17 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::File& f) {
   ED_ASSIGN_OR_RETURN(s.model, f.GetString("tokenizer.ggml.model"));
   s.pre = f.GetStringOr("tokenizer.ggml.pre", "");
   s.name = f.GetStringOr("general.name", "");
-  auto ctx = [&](const Status& st) { return st.WithContext(f.path()); };
+  // Names the file once (the gguf getters' errors already start with it).
+  auto ctx = [&](const Status& st) {
+    return st.message().rfind(f.path() + ": ", 0) == 0 ? st : st.WithContext(f.path());
+  };
+  // Checked before anything is copied: the arrays below are sized by it.
+  for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.merges"}) {
+    const gguf::Value* v = f.Find(key);
+    if (v != nullptr && v->array_size() > kMaxVocab)
+      return Corrupt(f.path() + ": " + key + " has " + std::to_string(v->array_size()) +
+                     " entries, more than the limit of " + std::to_string(kMaxVocab));
+  }
   {
     auto r = f.GetStringArray("tokenizer.ggml.tokens");
     if (!r.ok()) return ctx(r.status());

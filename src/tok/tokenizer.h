@@ -34,6 +34,10 @@ struct VocabSpec {
   int add_bos = -1, add_eos = -1, add_space_prefix = -1;  // -1: the model's default
 };
 
+// Largest vocabulary accepted (the largest real ones have ~260k tokens); a bigger one is Corrupt, before the
+// tables sized by it are built.
+inline constexpr size_t kMaxVocab = size_t{1} << 22;
+
 class Tokenizer {
  public:
   // Errors: NotFound for a missing tokenizer key, Unsupported for another tokenizer.ggml.model or

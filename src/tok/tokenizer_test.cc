@@ -161,6 +161,37 @@ TEST(TokCorrupt, SpecChecks) {
   EXPECT_EQ(Tokenizer::FromSpec(s).status().code(), StatusCode::kUnsupported);
 }
 
+// Byte-typed tokens whose text is not <0xHH> (llama.cpp would read a wrong byte from them): no exception, a
+// warning, and the piece decodes as its own text; well-formed byte tokens (either hex case) give their byte.
+TEST(TokCorrupt, MalformedByteTokensAreNormalTokens) {
+  VocabSpec s;
+  s.model = "llama";
+  s.tokens = {"<unk>", "<s>", "</s>", "<0xZZ>", "<0x>", "<0x1FF>", "<0x-1>", "<0x 1>", "<0x0A>", "<0xe9>", "x"};
+  s.token_types = {2, 3, 3, 6, 6, 6, 6, 6, 6, 6, 1};
+  auto t = Tokenizer::FromSpec(s);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const Tokenizer& tk = **t;
+  EXPECT_EQ(tk.warnings().size(), 5u);
+  EXPECT_NE(tk.warnings()[0].find("token 3 is typed byte but its text is not <0xHH>"), std::string::npos)
+      << tk.warnings()[0];
+  EXPECT_EQ(tk.TokenToPiece(3), "<0xZZ>");
+  EXPECT_EQ(tk.TokenToPiece(4), "<0x>");
+  EXPECT_EQ(tk.TokenToPiece(5), "<0x1FF>");
+  EXPECT_EQ(tk.TokenToPiece(6), "<0x-1>");
+  EXPECT_EQ(tk.TokenToPiece(8), "\n");
+  EXPECT_EQ(tk.TokenToPiece(9), "\xe9");
+  EXPECT_EQ(tk.Decode({3, 8, 10}), "<0xZZ>\nx");
+}
+
+TEST(TokCorrupt, VocabLargerThanTheLimitIsRefused) {
+  VocabSpec s;
+  s.model = "llama";
+  s.tokens.resize(kMaxVocab + 1);
+  auto t = Tokenizer::FromSpec(s);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("more than the limit of 4194304"), std::string::npos) << t.status().message();
+}
+
 TEST(TokSpecial, ControlTokensParsedOnlyWhenAsked) {
   auto t = Load(kData + "/vocab/ggml-vocab-llama-spm.gguf");
   ASSERT_TRUE(t);

@@ -70,6 +70,18 @@ struct Layout {
   uint64_t end = 0;
 };
 
+// Bytes the header implies, computed before any layout is built. Every field is bounded by ParseHeader
+// (dim <= 2^16, hidden <= 2^18, layers and heads <= 2^10, vocab and seq_len <= 2^22), so no product here
+// exceeds 2^46 elements: no overflow.
+uint64_t ExpectedBytes(const Llama2cInfo& h, uint64_t header_bytes) {
+  const uint64_t d = h.dim, hid = h.hidden_dim, L = h.n_layers, V = h.vocab_size;
+  const uint64_t kv = d / h.n_heads * h.n_kv_heads, hd = d / h.n_heads;
+  uint64_t floats = V * d + L * (2 * d + 2 * d * d + 2 * kv * d + 3 * hid * d) + d;
+  if (h.version == 0) floats += 2 * (static_cast<uint64_t>(h.seq_len) * hd / 2);
+  if (!h.shared_classifier) floats += V * d;
+  return header_bytes + floats * 4;
+}
+
 Layout ComputeLayout(const Llama2cInfo& h, uint64_t header_bytes) {
   const uint64_t d = h.dim, hid = h.hidden_dim, L = h.n_layers, V = h.vocab_size;
   const uint64_t kv = d / h.n_heads * h.n_kv_heads, hd = d / h.n_heads;
@@ -118,6 +130,7 @@ Layout ComputeLayout(const Llama2cInfo& h, uint64_t header_bytes) {
 Status ParseHeader(const Mapped& m, const std::string& path, Llama2cInfo* h, uint64_t* header_bytes) {
   if (m.size() < 28) return Corrupt(path + ": " + std::to_string(m.size()) + " bytes, too short for a llama2.c header");
   int32_t p[7];
+  int64_t vocab = 0;  // int64: the legacy header's negative vocab_size is negated, INT32_MIN included
   if (ReadI32(m.data()) == 0x616b3432) {
     if (m.size() < 256) return Corrupt(path + ": version-1 header truncated (" + std::to_string(m.size()) + " of 256 bytes)");
     const int32_t version = ReadI32(m.data() + 4);
@@ -130,12 +143,13 @@ Status ParseHeader(const Mapped& m, const std::string& path, Llama2cInfo* h, uin
     if (shared > 1) return Corrupt(path + ": offset 36: shared_classifier flag is " + std::to_string(shared) + ", not 0 or 1");
     h->shared_classifier = shared == 1;
     if (p[5] <= 0) return Corrupt(path + ": offset 28: vocab_size " + std::to_string(p[5]) + " must be positive in version 1");
+    vocab = p[5];
     *header_bytes = 256;
   } else {
     for (int i = 0; i < 7; ++i) p[i] = ReadI32(m.data() + 4 * i);
     h->version = 0;
     h->shared_classifier = p[5] > 0;
-    if (p[5] < 0) p[5] = -p[5];
+    vocab = p[5] < 0 ? -static_cast<int64_t>(p[5]) : p[5];
     *header_bytes = 28;
   }
   h->dim = p[0];
@@ -143,17 +157,18 @@ Status ParseHeader(const Mapped& m, const std::string& path, Llama2cInfo* h, uin
   h->n_layers = p[2];
   h->n_heads = p[3];
   h->n_kv_heads = p[4];
-  h->vocab_size = p[5];
   h->seq_len = p[6];
   static const char* kNames[] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
   static const int32_t kMax[] = {1 << 16, 1 << 18, 1 << 10, 1 << 10, 1 << 10, 1 << 22, 1 << 22};
   const int64_t hdr_off = h->version == 1 ? 8 : 0;
   for (int i = 0; i < 7; ++i) {
-    const int32_t v = i == 5 ? h->vocab_size : p[i];
+    const int64_t v = i == 5 ? vocab : p[i];
     if (v <= 0 || v > kMax[i])
       return Corrupt(path + ": offset " + std::to_string(hdr_off + 4 * i) + ": " + kNames[i] + " = " +
-                     std::to_string(v) + " is not a plausible value (not a llama2.c checkpoint?)");
+                     std::to_string(v) + " is not a plausible value (at most " + std::to_string(kMax[i]) +
+                     "; not a llama2.c checkpoint?)");
   }
+  h->vocab_size = static_cast<int>(vocab);  // in (0, 2^22] now
   if (h->dim % h->n_heads != 0 || (h->dim / h->n_heads) % 2 != 0)
     return Corrupt(path + ": dim " + std::to_string(h->dim) + " is not a multiple of 2 * n_heads " + std::to_string(h->n_heads));
   if (h->n_kv_heads > h->n_heads || h->n_heads % h->n_kv_heads != 0)
@@ -229,17 +244,18 @@ Status ConvertLlama2c(const std::string& model_path, const std::string& tok_path
   Llama2cInfo h;
   uint64_t header_bytes = 0;
   ED_RETURN_IF_ERROR(ParseHeader(m, model_path, &h, &header_bytes));
-  const Layout l = ComputeLayout(h, header_bytes);
-  if (l.end != m.size()) {
+  const uint64_t expected = ExpectedBytes(h, header_bytes);
+  if (expected != m.size()) {
     // A legacy file may also be shared with its wcls missing; say what the header implies.
     return Corrupt(model_path + ": file has " + std::to_string(m.size()) + " bytes, but the header (" +
                    (h.version ? "version 1" : "legacy") + ", dim " + std::to_string(h.dim) + ", hidden " +
                    std::to_string(h.hidden_dim) + ", layers " + std::to_string(h.n_layers) + ", heads " +
                    std::to_string(h.n_heads) + "/" + std::to_string(h.n_kv_heads) + ", vocab " +
                    std::to_string(h.vocab_size) + (h.shared_classifier ? " shared" : " unshared") + ", seq_len " +
-                   std::to_string(h.seq_len) + ") implies " + std::to_string(l.end) +
-                   (m.size() < l.end ? " (truncated?)" : " (trailing data?)"));
+                   std::to_string(h.seq_len) + ") implies " + std::to_string(expected) +
+                   (m.size() < expected ? " (truncated?)" : " (trailing data?)"));
   }
+  const Layout l = ComputeLayout(h, header_bytes);
   Vocab vocab;
   ED_RETURN_IF_ERROR(ReadTokenizer(tok_path, h.vocab_size, &vocab));
 

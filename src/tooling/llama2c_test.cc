@@ -121,6 +121,21 @@ TEST(Llama2c, BadInputs) {
   std::memcpy(badhdr.data(), &huge, 4);  // dim
   WriteAll(Tmp("badhdr.bin"), badhdr);
   ExpectError(Tmp("badhdr.bin"), good_tok, StatusCode::kCorrupt, "dim");
+  // Legacy: a negative vocab_size means an unshared classifier; INT32_MIN has no positive counterpart.
+  for (int32_t v : {INT32_MIN, -(1 << 23), 1 << 23, 0}) {
+    auto vocab = model;
+    std::memcpy(vocab.data() + 20, &v, 4);
+    WriteAll(Tmp("vocab.bin"), vocab);
+    ExpectError(Tmp("vocab.bin"), good_tok, StatusCode::kCorrupt, "offset 20: vocab_size");
+  }
+  // Every field at its largest accepted value: the implied size is computed without overflow and refused.
+  auto big = model;
+  for (int i = 0; i < 7; ++i) {
+    const int32_t kMax[] = {1 << 16, 1 << 18, 1 << 10, 1 << 10, 1 << 10, 1 << 22, 1 << 22};
+    std::memcpy(big.data() + 4 * i, &kMax[i], 4);
+  }
+  WriteAll(Tmp("big.bin"), big);
+  ExpectError(Tmp("big.bin"), good_tok, StatusCode::kCorrupt, "truncated?");
   auto heads = model;
   int32_t three = 3;
   std::memcpy(heads.data() + 16, &three, 4);  // n_kv_heads 3 does not divide 8

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
+
 #include "base/thread_pool.h"
 #include "quant/quant.h"
 #include "tooling/convert_util.h"
@@ -120,14 +122,44 @@ Init InitFor(const TensorSpec& t, const ModelShape& s, double logit_scale) {
   return {0.0f, 1.0f};
 }
 
-template <typename T>
-Status GetField(const nlohmann::json& j, const char* key, T* out, const std::string& src) {
+// The config's fields, each checked for its JSON type before it is read (nlohmann's get<> would convert a
+// float to an integer, or a 1e30 to an int64 with undefined behaviour).
+std::string Describe(const nlohmann::json& v) {
+  if (v.is_number_float()) return "the non-integer number " + v.dump();
+  return std::string("a JSON ") + v.type_name();
+}
+
+Status GetField(const nlohmann::json& j, const char* key, int64_t* out, const std::string& src) {
   if (!j.contains(key)) return Status::Ok();
-  try {
-    *out = j.at(key).get<T>();
-  } catch (const std::exception& e) {
-    return InvalidArgument(src + ": key '" + key + "' has the wrong type: " + e.what());
-  }
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX}))
+    return InvalidArgument(src + ": key '" + key + "' must be an integer, got " + Describe(v));
+  *out = v.get<int64_t>();
+  return Status::Ok();
+}
+
+Status GetField(const nlohmann::json& j, const char* key, double* out, const std::string& src) {
+  if (!j.contains(key)) return Status::Ok();
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_number() || !std::isfinite(v.get<double>()))
+    return InvalidArgument(src + ": key '" + key + "' must be a finite number, got " + Describe(v));
+  *out = v.get<double>();
+  return Status::Ok();
+}
+
+Status GetField(const nlohmann::json& j, const char* key, bool* out, const std::string& src) {
+  if (!j.contains(key)) return Status::Ok();
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_boolean()) return InvalidArgument(src + ": key '" + key + "' must be true or false, got " + Describe(v));
+  *out = v.get<bool>();
+  return Status::Ok();
+}
+
+Status GetField(const nlohmann::json& j, const char* key, std::string* out, const std::string& src) {
+  if (!j.contains(key)) return Status::Ok();
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_string()) return InvalidArgument(src + ": key '" + key + "' must be a string, got " + Describe(v));
+  *out = v.get<std::string>();
   return Status::Ok();
 }
 
@@ -147,7 +179,8 @@ Result<ModelShape> Preset(const std::string& name) {
   return InvalidArgument("unknown preset '" + name + "' (presets: " + list + ")");
 }
 
-Result<ModelShape> ShapeFromJson(const std::string& text, const std::string& src) {
+Result<ModelShape> ShapeFromJson(const std::string& text, const std::string& src, const std::string& base_preset) {
+  ED_RETURN_IF_ERROR(CheckJsonDepth(text, src));
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
@@ -164,7 +197,7 @@ Result<ModelShape> ShapeFromJson(const std::string& text, const std::string& src
     for (const char* k : kKeys) known |= it.key() == k;
     if (!known) return InvalidArgument(src + ": unknown key '" + it.key() + "'");
   }
-  std::string base = "llama-tiny";
+  std::string base = base_preset.empty() ? "llama-tiny" : base_preset;
   ED_RETURN_IF_ERROR(GetField(j, "preset", &base, src));
   ED_ASSIGN_OR_RETURN(ModelShape s, Preset(base));
   ED_RETURN_IF_ERROR(GetField(j, "arch", &s.arch, src));

@@ -40,8 +40,11 @@ Result<ModelShape> Preset(const std::string& name);
 // "arch", "name", "dim", "n_layers", "n_heads", "n_kv_heads", "ffn", "vocab", "context",
 // "rope_base", "rms_eps", "tied", "qkv_bias", "head_dim" (0: dim / n_heads), "rope_scaling_factor" (> 0:
 // llama3 RoPE scaling), "rope_low_freq_factor", "rope_high_freq_factor", "rope_orig_context". Unknown keys
-// are errors (so typos are caught).
-Result<ModelShape> ShapeFromJson(const std::string& json_text, const std::string& source_name);
+// are errors (so typos are caught), so is a field of the wrong JSON type (the error names the key and the
+// type it needs) and text nested deeper than kMaxJsonDepth. base_preset: the base when the text names
+// none ("": llama-tiny).
+Result<ModelShape> ShapeFromJson(const std::string& json_text, const std::string& source_name,
+                                 const std::string& base_preset = "");
 
 double DefaultLogitScale(int64_t vocab);
 

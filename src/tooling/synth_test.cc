@@ -165,5 +165,29 @@ TEST(Synth, BadConfig) {
   EXPECT_FALSE(SynthesizeModel(c, Tmp("v.gguf")).ok());
 }
 
+// Wrong JSON types name the key and the type it needs (no float silently truncated to an integer, no 1e30
+// converted with undefined behaviour); text nested a million deep is refused before it is parsed.
+TEST(Synth, ConfigTypesAndDepth) {
+  auto err = [](const std::string& text) {
+    auto s = ShapeFromJson(text, "c.json");
+    return s.ok() ? std::string("accepted") : s.status().message();
+  };
+  EXPECT_EQ(err("{\"dim\": \"256\"}"), "c.json: key 'dim' must be an integer, got a JSON string");
+  EXPECT_EQ(err("{\"dim\": 256.5}"), "c.json: key 'dim' must be an integer, got the non-integer number 256.5");
+  EXPECT_EQ(err("{\"n_layers\": 1e30}"), "c.json: key 'n_layers' must be an integer, got the non-integer number 1e+30");
+  EXPECT_EQ(err("{\"vocab\": 18446744073709551615}"),
+            "c.json: key 'vocab' must be an integer, got a JSON number");
+  EXPECT_EQ(err("{\"tied\": 1}"), "c.json: key 'tied' must be true or false, got a JSON number");
+  EXPECT_EQ(err("{\"rope_base\": [1]}"), "c.json: key 'rope_base' must be a finite number, got a JSON array");
+  EXPECT_EQ(err("{\"arch\": null}"), "c.json: key 'arch' must be a string, got a JSON null");
+  const std::string deep = "{\"dim\": " + std::string(1000000, '[') + std::string(1000000, ']') + "}";
+  EXPECT_EQ(err(deep), "c.json: offset 71: JSON nested deeper than 64 levels of arrays and objects");
+  // Brackets inside strings do not count; escaped quotes do not end a string.
+  EXPECT_EQ(err("{\"name\": \"[[[\\\"" + std::string(100, '[') + "\"}"), "accepted");
+  auto based = ShapeFromJson("{\"n_layers\": 2}", "c.json", "qwen2-tiny");
+  ASSERT_TRUE(based.ok()) << based.status().message();
+  EXPECT_EQ(based->arch, "qwen2");
+}
+
 }  // namespace
 }  // namespace edgedecode::tooling

@@ -96,12 +96,12 @@ Status SetSyntheticSpmTokenizer(int64_t vocab, StreamWriter* w) {
 Result<int64_t> CopyTokenizer(const gguf::File& src, StreamWriter* w) {
   const gguf::Value* toks = src.Find("tokenizer.ggml.tokens");
   if (!toks || toks->type != gguf::ValueType::kArray || toks->array_type != gguf::ValueType::kString ||
-      toks->array.empty())
+      toks->array_size() == 0)
     return Corrupt(src.path() + ": no tokenizer.ggml.tokens string array (not a vocab GGUF?)");
   if (!src.Find("tokenizer.ggml.model")) return Corrupt(src.path() + ": missing key tokenizer.ggml.model");
   for (const auto& kv : src.metadata())
     if (kv.first.rfind("tokenizer.", 0) == 0) w->Set(kv.first, kv.second);
-  return static_cast<int64_t>(toks->array.size());
+  return static_cast<int64_t>(toks->array_size());
 }
 
 }  // namespace edgedecode::tooling
