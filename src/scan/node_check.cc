@@ -1,6 +1,8 @@
 // Checking one node against its constraint object (docs/profiles.md, "Constraint object").
 #include "scan/node_check.h"
 
+#include "scan/onnx_checks.h"
+
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -229,7 +231,7 @@ bool ValueRuleHolds(const Ctx& x, const ValueRule& rule, std::string* why, bool*
     std::optional<std::vector<double>> vals;
     bool absent = false;
     std::string label;
-    if (!key.empty() && std::all_of(key.begin(), key.end(), ::isdigit)) {
+    if (!key.empty() && std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
       size_t i = std::stoul(key.substr(0, 9));
       label = "input " + key;
       absent = i >= x.n.inputs.size() || x.n.inputs[i].empty();
@@ -306,10 +308,11 @@ NodeCheck CheckConstraint(const Ctx& x, const Constraint& k) {
       }
   }
   if (k.max_spatial_size && !x.checked.empty() && x.checked[0] && x.checked[0]->fully_known() && x.checked[0]->dims.size() >= 3) {
-    int64_t prod = 1;
-    for (size_t i = 2; i < x.checked[0]->dims.size(); ++i) prod = std::min<int64_t>(prod * std::min<int64_t>(x.checked[0]->dims[i].value, INT32_MAX), INT64_MAX / INT32_MAX);
-    if (prod > *k.max_spatial_size)
-      return {R::kDimLimit, x.checked[0]->name + " spatial size " + std::to_string(prod) + " > " + std::to_string(*k.max_spatial_size)};
+    std::optional<int64_t> prod = 1;
+    for (size_t i = 2; i < x.checked[0]->dims.size() && prod; ++i) prod = CheckedMul(*prod, x.checked[0]->dims[i].value);
+    if (!prod || *prod > *k.max_spatial_size)
+      return {R::kDimLimit, x.checked[0]->name + " spatial size " + (prod ? std::to_string(*prod) : std::string("past 2^63")) + " > " +
+                                std::to_string(*k.max_spatial_size)};
   }
   if (k.max_batch && !x.checked.empty() && x.checked[0] && x.checked[0]->has_shape) {
     size_t axis = static_cast<size_t>(k.batch_axis.value_or(0));

@@ -302,3 +302,18 @@ TEST(ScanVendorLimits, PerAxisDimLimitsAndBatchAxis) {
     else EXPECT_EQ(r.reason, FallbackReason::kBatchLimit) << r.detail;
   }
 }
+
+TEST(ScanVendorLimits, EthosGlobalAveragePoolSpatialSize) {
+  // Vela: MEAN over H and W with H*W <= 65536.
+  for (int64_t side : {200, 300}) {
+    ModelBuilder b;
+    b.Input("x", {1, 4, side, side}, onnx::TensorProto::INT8);
+    b.Node("GlobalAveragePool", {"x"}, {"y"});
+    b.Output("y");
+    auto m = Load(b, "gap");
+    ASSERT_TRUE(m);
+    NodeResult r = NodeOf(Scan(*m, P("ethos-u55")), "GlobalAveragePool");
+    if (side == 200) EXPECT_EQ(r.placement, Placement::kAccel) << r.detail;
+    else EXPECT_EQ(r.reason, FallbackReason::kDimLimit) << r.detail;
+  }
+}

@@ -367,3 +367,66 @@ TEST(ScanHostile, TerabyteDeclarationsUnderAddressSpaceLimit) {
   EXPECT_TRUE(c.exited) << "signal " << c.code;
   EXPECT_EQ(c.code, 10);
 }
+
+// Values libonnx's data propagation reads from constants (Range's delta, Reshape's shape, STFT's frame step,
+// Resize's scales): zero or huge ones end in an error or a warning, never a signal.
+TEST(ScanHostile, ZeroAndHugeConstantsReachingShapeInference) {
+  std::vector<std::pair<std::string, std::function<void(ModelBuilder&)>>> cases = {
+      {"range_delta0", [](ModelBuilder& b) {
+         b.InitInt64("s", {0});
+         b.graph()->mutable_initializer()->rbegin()->clear_dims();
+         b.InitInt64("l", {10});
+         b.graph()->mutable_initializer()->rbegin()->clear_dims();
+         b.InitInt64("d", {0});
+         b.graph()->mutable_initializer()->rbegin()->clear_dims();
+         b.Node("Range", {"s", "l", "d"}, {"r"});
+         b.Node("Shape", {"r"}, {"y"});
+       }},
+      {"reshape_zero_product", [](ModelBuilder& b) {
+         b.InitInt64("shape", {0, -1});
+         auto* n = b.Node("Reshape", {"x", "shape"}, {"y"});
+         ModelBuilder::Int(n, "allowzero", 1);
+       }},
+      {"reshape_huge", [](ModelBuilder& b) {
+         b.InitInt64("shape", {INT64_MAX, INT64_MAX, -1});
+         b.Node("Reshape", {"x", "shape"}, {"y"});
+       }},
+      {"tile_huge", [](ModelBuilder& b) {
+         b.InitInt64("rep", {INT64_MAX, 3, 3, 3});
+         b.Node("Tile", {"x", "rep"}, {"y"});
+       }},
+      {"resize_scale0", [](ModelBuilder& b) {
+         b.Init("roi", {0}, {});
+         b.Init("sc", {4}, {0, 0, 0, 0});
+         b.Node("Resize", {"x", "roi", "sc"}, {"y"});
+       }},
+      {"expand_huge", [](ModelBuilder& b) {
+         b.InitInt64("shape", {INT64_MAX, INT64_MAX, 8, 8});
+         b.Node("Expand", {"x", "shape"}, {"y"});
+       }},
+      {"stft_step0", [](ModelBuilder& b) {
+         b.InitInt64("step", {0});
+         b.graph()->mutable_initializer()->rbegin()->clear_dims();
+         b.InitInt64("len", {4});
+         b.graph()->mutable_initializer()->rbegin()->clear_dims();
+         b.Init("sig", {1, 16, 1}, std::vector<float>(16, 1.f));
+         b.Node("STFT", {"sig", "step", "", "len"}, {"y"});
+       }},
+  };
+  for (auto& [name, build] : cases) {
+    ModelBuilder b(17);
+    b.Input("x", {1, 4, 8, 8});
+    build(b);
+    b.Output("y");
+    std::string path = b.Write(kDir + "/" + name + ".onnx");
+    scantest::ChildResult r = scantest::RunLimited([&]() -> int {
+      auto m = OnnxModel::Load(path);
+      if (!m.ok()) return m.status().message().find(name) != std::string::npos ? 0 : 3;
+      auto p = Profile::Load(kTargets + "/rk3588-npu.json");
+      ScanReport rep = Scan(*m.value(), p.value());
+      return rep.ToText(true).empty() ? 4 : 0;
+    }, rlim_t{4} << 30);
+    EXPECT_TRUE(r.exited) << name << ": killed by signal " << r.code;
+    EXPECT_EQ(r.code, 0) << name;
+  }
+}
