@@ -142,6 +142,14 @@ Result<Constraint> ParseConstraint(const nlohmann::json& j, const std::string& w
       for (const auto& k : kinds)
         if (!kBroadcast.count(k)) return Corrupt(where + ".broadcast: unknown rule '" + k + "' (layer, channel, element, other)");
       c.broadcast = kinds;
+    } else if (key == "pad_axes") {
+      if (!v.is_array()) return Wrong(where, key, "an array of axis indices", v);
+      std::vector<int64_t> axes;
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_number_integer()) return Wrong(where, key + "[" + std::to_string(i) + "]", "an integer", v[i]);
+        axes.push_back(v[i].get<int64_t>());
+      }
+      c.pad_axes = axes;
     } else if (key == "cases" && allow_cases) {
       if (!v.is_array()) return Wrong(where, key, "an array of {\"when\": {...}, constraint keys...}", v);
       std::vector<Case> cases;
@@ -170,7 +178,7 @@ void Constraint::MergeFrom(const Constraint& o) {
   ED_TAKE(dtypes) ED_TAKE(min_rank) ED_TAKE(max_rank) ED_TAKE(max_dim) ED_TAKE(max_batch) ED_TAKE(batch_axis)
   ED_TAKE(max_spatial_size) ED_TAKE(dim_limits) ED_TAKE(static_shapes) ED_TAKE(not_supported)
   ED_TAKE(equal_spatial_scales) ED_TAKE(attrs) ED_TAKE(attr_range) ED_TAKE(const_inputs) ED_TAKE(input_values)
-  ED_TAKE(scale_values) ED_TAKE(scale_range) ED_TAKE(broadcast) ED_TAKE(cases) ED_TAKE(notes)
+  ED_TAKE(scale_values) ED_TAKE(scale_range) ED_TAKE(broadcast) ED_TAKE(pad_axes) ED_TAKE(cases) ED_TAKE(notes)
 #undef ED_TAKE
 }
 

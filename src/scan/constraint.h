@@ -43,6 +43,7 @@ struct Constraint {
   std::optional<std::vector<double>> scale_values;
   std::optional<std::pair<double, double>> scale_range;
   std::optional<std::vector<std::string>> broadcast;  // "layer", "channel", "element", "other"
+  std::optional<std::vector<int64_t>> pad_axes;  // axes Pad may pad (negative: from the end); others must be 0
   std::optional<std::vector<Case>> cases;
   std::optional<std::string> notes;
 

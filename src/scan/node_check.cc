@@ -189,6 +189,9 @@ struct Ctx {
 // An attribute's values that matter: dilations on axes whose kernel is 1 have no effect and are dropped.
 std::vector<nlohmann::json> EffectiveValues(const Ctx& x, const std::string& name, bool* present) {
   std::vector<nlohmann::json> vals = AttrValues(x.n, name, present);
+  // Reduce*'s axes (an attribute before opset 18) default to every axis.
+  if (name == "axes" && !*present && x.n.op_type.rfind("Reduce", 0) == 0 && !x.checked.empty() && x.checked[0] && x.checked[0]->has_shape)
+    for (size_t i = 0; i < x.checked[0]->dims.size(); ++i) vals.push_back(static_cast<int64_t>(i));
   if (name == "dilations" && *present) {
     std::vector<int64_t> k = Kernel(x.m, x.n);
     std::vector<nlohmann::json> kept;
@@ -399,6 +402,19 @@ NodeCheck CheckConstraint(const Ctx& x, const Constraint& k) {
                                                " broadcasting, the device takes " + Join(allowed)};
       }
     }
+  }
+  if (k.pad_axes && x.n.op_type == "Pad" && !x.checked.empty() && x.checked[0] && x.checked[0]->has_shape) {
+    const int64_t rank = static_cast<int64_t>(x.checked[0]->dims.size());
+    std::optional<std::vector<double>> pads = PadPads(x.m, x.n);
+    bool from_input = x.n.inputs.size() > 1 && !x.n.inputs[1].empty();
+    if (!pads && from_input) return {R::kNonConstantInput, "input 1 (pads) '" + x.n.inputs[1] + "' is computed at run time (its value must be known)"};
+    if (pads && static_cast<int64_t>(pads->size()) == 2 * rank)
+      for (int64_t a = 0; a < rank; ++a) {
+        bool allowed = std::any_of(k.pad_axes->begin(), k.pad_axes->end(), [&](int64_t p) { return (p < 0 ? p + rank : p) == a; });
+        if (!allowed && ((*pads)[a] != 0 || (*pads)[a + rank] != 0))
+          return {from_input ? R::kInputValueNotSupported : R::kAttributeNotSupported,
+                  "pads " + JoinNum(*pads) + " pad axis " + std::to_string(a) + ", the device pads only axes " + JoinNum(*k.pad_axes)};
+      }
   }
   if (k.cases)
     for (const Case& c : *k.cases) {

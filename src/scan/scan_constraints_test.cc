@@ -317,3 +317,36 @@ TEST(ScanVendorLimits, EthosGlobalAveragePoolSpatialSize) {
     else EXPECT_EQ(r.reason, FallbackReason::kDimLimit) << r.detail;
   }
 }
+
+TEST(ScanVendorLimits, EthosPadAxesAndReduceMeanAxes) {
+  // Vela pads width and height only; MEAN over height and width only (ReduceMean's default is every axis).
+  auto pad = [](std::vector<int64_t> pads) {
+    ModelBuilder b;
+    b.Input("x", {1, 4, 8, 8}, onnx::TensorProto::INT8);
+    b.InitInt64("pads", pads);
+    b.Node("Pad", {"x", "pads"}, {"y"});
+    b.Output("y");
+    auto m = Load(b, "pad_eu");
+    return m ? NodeOf(Scan(*m, P("ethos-u55")), "Pad") : NodeResult{};
+  };
+  EXPECT_EQ(pad({0, 0, 1, 1, 0, 0, 1, 1}).placement, Placement::kAccel);
+  EXPECT_EQ(pad({0, 1, 1, 1, 0, 0, 1, 1}).reason, FallbackReason::kInputValueNotSupported);
+  auto mean = [](std::vector<int64_t> axes) {
+    ModelBuilder b;
+    b.Input("x", {1, 4, 8, 8}, onnx::TensorProto::INT8);
+    auto* n = b.Node("ReduceMean", {"x"}, {"y"});
+    if (!axes.empty()) {
+      auto* a = n->add_attribute();
+      a->set_name("axes");
+      a->set_type(onnx::AttributeProto::INTS);
+      for (int64_t x : axes) a->add_ints(x);
+    }
+    b.Output("y");
+    auto m = Load(b, "mean_eu");
+    return m ? NodeOf(Scan(*m, P("ethos-u55")), "ReduceMean") : NodeResult{};
+  };
+  EXPECT_EQ(mean({2, 3}).placement, Placement::kAccel);
+  EXPECT_EQ(mean({-2, -1}).placement, Placement::kAccel);
+  EXPECT_EQ(mean({1}).reason, FallbackReason::kAttributeNotSupported);
+  EXPECT_EQ(mean({}).reason, FallbackReason::kAttributeNotSupported);
+}

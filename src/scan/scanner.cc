@@ -91,7 +91,7 @@ Status WrongType(const std::string& where, const std::string& key, const std::st
                  (got.is_primitive() ? " " + got.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : ""));
 }
 
-// A top-level string field (absent: `def`).
+// A top-level string field; when absent *out keeps its default.
 Status TakeString(const nlohmann::json& j, const std::string& where, const char* key, std::string* out) {
   if (!j.contains(key)) return Status::Ok();
   if (!j[key].is_string()) return WrongType(where, key, "a string", j[key]);
