@@ -15,50 +15,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Length of the valid UTF-8 sequence at s[i], 0 when it is not one (overlongs, surrogates and code points
-// above U+10FFFF included).
-size_t Utf8SequenceAt(std::string_view s, size_t i) {
-  const auto b = static_cast<unsigned char>(s[i]);
-  if (b < 0x80) return 1;
-  size_t len;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (b >= 0xC2 && b <= 0xDF) len = 2;
-  else if (b >= 0xE0 && b <= 0xEF) { len = 3; if (b == 0xE0) lo = 0xA0; if (b == 0xED) hi = 0x9F; }
-  else if (b >= 0xF0 && b <= 0xF4) { len = 4; if (b == 0xF0) lo = 0x90; if (b == 0xF4) hi = 0x8F; }
-  else return 0;
-  if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    const auto c = static_cast<unsigned char>(s[i + k]);
-    if (k == 1 ? (c < lo || c > hi) : (c & 0xC0) != 0x80) return 0;
-  }
-  return len;
-}
 
 }  // namespace
 
-std::string EscapeForTerminal(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    const size_t len = Utf8SequenceAt(s, i);
-    if (b == '\n') {
-      out += "\\n";
-    } else if (b == '\t') {
-      out += "\\t";
-    } else if (len == 0 || b < 0x20 || b == 0x7F) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02X", b);
-      out += hex;
-    } else {
-      out.append(s.substr(i, len));
-      i += len;
-      continue;
-    }
-    ++i;
-  }
-  return out;
-}
 
 int Fail(const std::string& command, const Status& st) {
   // Messages quote names and strings read from files: shown escaped, so bytes that are not UTF-8 or are

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/utf8.h"
 #include "cli/exit_code.h"
 #include "edgedecode/status.h"
 
@@ -28,9 +29,8 @@ inline constexpr int kJsonSchemaVersion = 1;
 // st (exit_code.h).
 int Fail(const std::string& command, const Status& st);
 
-// s with every byte that is not part of valid UTF-8, and every control character, written as \xNN (\n and \t
-// as such): text read from a file (a tensor name, an architecture) printed safely.
-std::string EscapeForTerminal(std::string_view s);
+// Text read from a file (a tensor name, an architecture) printed safely: base/utf8.h.
+using edgedecode::EscapeForTerminal;
 
 // Parses the command line into app. Returns the exit code to return now (0 after --help, 2 after a usage
 // error, with a message naming the flag), or nothing to go on. Beyond CLI11 it refuses an option that takes

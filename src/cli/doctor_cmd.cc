@@ -13,8 +13,8 @@ namespace {
 
 void PrintFindings(FILE* out, const nlohmann::json& findings) {
   for (auto& f : findings)
-    std::fprintf(out, "  %s: %s [%s]: %s\n", doctor::PrintableText(f.value("path", "")).c_str(), f.value("code", "").c_str(),
-                 f.value("severity", "").c_str(), doctor::PrintableText(f.value("message", "")).c_str());
+    std::fprintf(out, "  %s: %s [%s]: %s\n", EscapeForTerminal(f.value("path", "")).c_str(), f.value("code", "").c_str(),
+                 f.value("severity", "").c_str(), EscapeForTerminal(f.value("message", "")).c_str());
 }
 
 // The text form of CollectEnv's JSON.
@@ -64,8 +64,8 @@ void PrintEnv(FILE* out, const nlohmann::json& j, const doctor::EnvOptions& opt)
   }
   if (j.contains("referrers_response")) {
     const auto& r = j["referrers_response"];
-    std::fprintf(out, "referrers: %s: %s: %s\n", doctor::PrintableText(opt.referrers).c_str(), r.value("code", "").c_str(),
-                 doctor::PrintableText(r.value("message", "")).c_str());
+    std::fprintf(out, "referrers: %s: %s: %s\n", EscapeForTerminal(opt.referrers).c_str(), r.value("code", "").c_str(),
+                 EscapeForTerminal(r.value("message", "")).c_str());
   }
 }
 

@@ -33,7 +33,7 @@ Status CheckOutsideTree(const std::string& what, const std::string& out, const s
 namespace {
 
 void PrintReport(FILE* out, const doctor::DataReport& rep, const doctor::DataSummary& sum) {
-  std::fprintf(out, "doctor data: %s: %zu files, %zu with findings (%.2f s, %d threads)%s\n\n", doctor::PrintableText(rep.root).c_str(),
+  std::fprintf(out, "doctor data: %s: %zu files, %zu with findings (%.2f s, %d threads)%s\n\n", EscapeForTerminal(rep.root).c_str(),
                rep.files.size(), rep.FilesWithFindings(), rep.seconds, rep.jobs,
                rep.interrupted ? (", interrupted: " + std::to_string(rep.files_found - rep.files.size()) + " not checked").c_str() : "");
   std::fprintf(out, "  %-10s %7s %7s %9s\n", "format", "files", "clean", "findings");
@@ -51,12 +51,12 @@ void PrintReport(FILE* out, const doctor::DataReport& rep, const doctor::DataSum
         header = true;
       }
       // Names and messages may hold any bytes (a Latin-1 file name): printed as \xNN where not UTF-8.
-      std::fprintf(out, "  %s: %s [%s]: %s", doctor::PrintableText(x.path).c_str(), doctor::FindingCodeName(x.code),
-                   doctor::SeverityName(x.severity), doctor::PrintableText(x.message).c_str());
+      std::fprintf(out, "  %s: %s [%s]: %s", EscapeForTerminal(x.path).c_str(), doctor::FindingCodeName(x.code),
+                   doctor::SeverityName(x.severity), EscapeForTerminal(x.message).c_str());
       if (x.line >= 0) std::fprintf(out, " (line %lld, column %lld)", static_cast<long long>(x.line), static_cast<long long>(x.column));
       if (x.offset >= 0) std::fprintf(out, " at byte %lld", static_cast<long long>(x.offset));
       std::fprintf(out, "\n");
-      if (!x.fix.empty()) std::fprintf(out, "      fix: %s\n", doctor::PrintableText(x.fix).c_str());
+      if (!x.fix.empty()) std::fprintf(out, "      fix: %s\n", EscapeForTerminal(x.fix).c_str());
     }
   }
 }

@@ -58,52 +58,6 @@ std::vector<FindingCode> AllFindingCodes() {
   return v;
 }
 
-namespace {
-
-// Length of the valid UTF-8 sequence at s[i] (RFC 3629: no overlongs, no surrogates), else 0.
-size_t Utf8SequenceAt(std::string_view s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  const unsigned char c = b(0);
-  if (c < 0x80) return 1;
-  size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-  if (len == 0 || i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k)
-    if ((b(k) & 0xC0) != 0x80) return 0;
-  if ((c == 0xE0 && b(1) < 0xA0) || (c == 0xED && b(1) > 0x9F) || (c == 0xF0 && b(1) < 0x90) ||
-      (c == 0xF4 && b(1) > 0x8F))
-    return 0;
-  return len;
-}
-
-}  // namespace
-
-std::string PrintableText(std::string_view s) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    const size_t len = Utf8SequenceAt(s, i);
-    // C1 controls (U+0080..U+009F) are two bytes, C2 80..C2 9F.
-    const bool control = (len == 1 && (c < 0x20 || c == 0x7F)) ||
-                         (len == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0);
-    if (len == 0 || control) {
-      const size_t n = len ? len : 1;
-      for (size_t k = 0; k < n; ++k) {
-        const unsigned char b = static_cast<unsigned char>(s[i + k]);
-        out += "\\x";
-        out += kHex[b >> 4];
-        out += kHex[b & 15];
-      }
-      i += n;
-    } else {
-      out.append(s.substr(i, len));
-      i += len;
-    }
-  }
-  return out;
-}
-
 std::ostream& operator<<(std::ostream& os, FindingCode c) { return os << FindingCodeName(c); }
 
 }  // namespace edgedecode::doctor

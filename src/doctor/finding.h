@@ -95,11 +95,6 @@ std::vector<FindingCode> AllFindingCodes();
 // Prints FindingCodeName (test messages).
 std::ostream& operator<<(std::ostream& os, FindingCode c);
 
-// `s` for a terminal: valid UTF-8 is kept; bytes that are not (a file name in Latin-1, a header in a
-// saved transcript) and control characters (an escape sequence in a name) become \xNN, so the text
-// report stays readable and cannot drive the terminal. The JSON output writes U+FFFD instead.
-std::string PrintableText(std::string_view s);
-
 struct Finding {
   std::string path;      // relative to the scanned root
   FindingCode code = FindingCode::kCorrupt;

@@ -3,6 +3,8 @@
 // cyclic and deeply nested documents, and names that are not UTF-8 in the reports.
 #include <gtest/gtest.h>
 
+#include "base/utf8.h"
+
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -184,20 +186,20 @@ TEST(HostileData, NamesThatAreNotUtf8KeepTheReportsValid) {
   std::ifstream tin(text_path);
   std::stringstream text;
   text << tin.rdbuf();
-  EXPECT_NE(text.str().find("caf\\xe9.jpg: not-an-image"), std::string::npos) << text.str();
-  EXPECT_NE(text.str().find("\\x1b[2Jx.jpg: not-an-image"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("caf\\xE9.jpg: not-an-image"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\\x1B[2Jx.jpg: not-an-image"), std::string::npos) << text.str();
   EXPECT_EQ(text.str().find('\x1B'), std::string::npos) << "a name must not drive the terminal";
 }
 
 TEST(HostileData, PrintableTextEscapesOnlyWhatIsNotPrintableUtf8) {
-  EXPECT_EQ(PrintableText("plain"), "plain");
-  EXPECT_EQ(PrintableText("\xE4\xB8\xAD\xE6\x96\x87"), "\xE4\xB8\xAD\xE6\x96\x87");  // 中文 kept
-  EXPECT_EQ(PrintableText("a\xFF" "b"), "a\\xffb");
-  EXPECT_EQ(PrintableText("\xC0\xAF"), "\\xc0\\xaf");            // overlong '/'
-  EXPECT_EQ(PrintableText("\xED\xA0\x80"), "\\xed\\xa0\\x80");   // a surrogate
-  EXPECT_EQ(PrintableText("\xE4\xB8"), "\\xe4\\xb8");            // cut sequence
-  EXPECT_EQ(PrintableText("t\tn\n"), "t\\x09n\\x0a");
-  EXPECT_EQ(PrintableText("\xC2\x9B" "1m"), "\\xc2\\x9b1m");      // C1 CSI
+  EXPECT_EQ(EscapeForTerminal("plain"), "plain");
+  EXPECT_EQ(EscapeForTerminal("\xE4\xB8\xAD\xE6\x96\x87"), "\xE4\xB8\xAD\xE6\x96\x87");  // 中文 kept
+  EXPECT_EQ(EscapeForTerminal("a\xFF" "b"), "a\\xFFb");
+  EXPECT_EQ(EscapeForTerminal("\xC0\xAF"), "\\xC0\\xAF");            // overlong '/'
+  EXPECT_EQ(EscapeForTerminal("\xED\xA0\x80"), "\\xED\\xA0\\x80");   // a surrogate
+  EXPECT_EQ(EscapeForTerminal("\xE4\xB8"), "\\xE4\\xB8");            // cut sequence
+  EXPECT_EQ(EscapeForTerminal("t\tn\n"), "t\\x09n\\x0A");
+  EXPECT_EQ(EscapeForTerminal("\xC2\x9B" "1m"), "\\xC2\\x9B1m");      // C1 CSI
 }
 
 // ---- OCI layouts
@@ -335,7 +337,7 @@ TEST(HostileReferrers, NonUtf8HeaderInATranscriptKeepsTheJsonValid) {
   std::ifstream tin(t / "out.txt");
   std::stringstream text;
   text << tin.rdbuf();
-  EXPECT_NE(text.str().find("caf\\xe9/login\\x1b[2J"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("caf\\xE9/login\\x1B[2J"), std::string::npos) << text.str();
   EXPECT_EQ(text.str().find('\x1B'), std::string::npos) << "a header must not drive the terminal";
 }
 

@@ -1,5 +1,7 @@
 #include "doctor/oci.h"
 
+#include "base/json_depth.h"
+
 #include <cerrno>
 #include <cctype>
 #include <cstdint>
@@ -70,8 +72,8 @@ constexpr uint64_t kMaxJsonBytes = uint64_t{4} << 20;
 // A saved HTTP transcript (headers and body) is read whole too.
 constexpr uint64_t kMaxTranscriptBytes = uint64_t{16} << 20;
 // nlohmann's parser keeps a stack entry per level and dump() recurses: deeper documents are refused
-// before parsing. No image-spec document nests more than 5 levels.
-constexpr int kMaxJsonDepth = 256;
+// before parsing (base/json_depth.h). No image-spec document nests more than 5 levels.
+bool JsonTooDeep(const std::string& text) { return !CheckJsonDepth(text, "").ok(); }
 
 bool Slurp(const fs::path& p, std::string* out, uint64_t limit = kMaxJsonBytes, std::string* why = nullptr) {
   if (std::string problem = FileProblem(p); !problem.empty()) {
@@ -92,26 +94,6 @@ bool Slurp(const fs::path& p, std::string* out, uint64_t limit = kMaxJsonBytes, 
   return true;
 }
 
-// True when `text` nests arrays/objects deeper than `limit` (counted outside strings).
-bool JsonTooDeep(const std::string& text, int limit) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return false;
-}
-
 // Parses as Go's encoding/json (containerd, docker, oras) would accept: nlohmann skips a UTF-8
 // byte order mark, Go does not ("invalid character 'ï' looking for beginning of value").
 bool ParseGoJson(const std::string& text, json* out, std::string* why) {
@@ -120,7 +102,7 @@ bool ParseGoJson(const std::string& text, json* out, std::string* why) {
            "invalid character '\xC3\xAF' looking for beginning of value";
     return false;
   }
-  if (JsonTooDeep(text, kMaxJsonDepth)) {
+  if (JsonTooDeep(text)) {
     *why = "nests arrays/objects more than " + std::to_string(kMaxJsonDepth) + " levels deep: not parsed";
     return false;
   }
@@ -392,7 +374,7 @@ struct Walker {
       const bool want_json = cmt.size() >= 4 && cmt.compare(cmt.size() - 4, 4, "json") == 0;
       std::string cfg;
       if (!Descriptor(m["config"], rel + " config", want_json, &cfg, artifact)) ok = false;
-      else if (want_json && (JsonTooDeep(cfg, kMaxJsonDepth) || json::parse(cfg, nullptr, false).is_discarded())) {
+      else if (want_json && (JsonTooDeep(cfg) || json::parse(cfg, nullptr, false).is_discarded())) {
         Add(FindingCode::kManifestInvalid, Severity::kError, rel, "config blob is not JSON"); ok = false;
       }
     }

@@ -2,6 +2,8 @@
 // validate enough to catch truncation, check external data, fix input shapes, infer shapes.
 #include "scan/onnx_model.h"
 
+#include "scan/onnx_checks.h"
+
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
@@ -88,7 +90,8 @@ int64_t ValueInfo::bytes() const {
   int64_t n = elements();
   int s = ElemSize(elem_type);
   if (n < 0 || s == 0) return -1;
-  return n * s;
+  auto b = CheckedMul(n, s);
+  return b ? *b : -1;
 }
 
 std::string ValueInfo::ShapeString() const {
@@ -259,42 +262,14 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::FromProto(onnx::ModelProto proto, 
   for (const auto& os : mp.opset_import()) m->opsets_[DomainKey(os.domain())] = os.version();
   if (mp.ir_version() < 3 && !m->opsets_.count("")) m->opsets_[""] = 1;  // IR<3 had no opset_import
 
-  // External data: every file named must exist and hold offset+length bytes.
-  std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  auto check_external = [&](const onnx::TensorProto& t) -> Status {
-    if (t.data_location() != onnx::TensorProto::EXTERNAL) return Status::Ok();
-    std::string loc;
-    int64_t offset = 0, length = -1;
-    for (const auto& kv : t.external_data()) {
-      if (kv.key() == "location") loc = kv.value();
-      else if (kv.key() == "offset") offset = std::atoll(kv.value().c_str());
-      else if (kv.key() == "length") length = std::atoll(kv.value().c_str());
-    }
-    if (loc.empty()) return Corrupt(path + ": tensor '" + t.name() + "' has external data without a location");
-    std::filesystem::path file = dir / loc;
-    std::error_code e2;
-    auto size = std::filesystem::file_size(file, e2);
-    if (e2) return NotFound(path + ": tensor '" + t.name() + "': external data file '" + file.string() + "' is missing");
-    ValueInfo v;
-    FillFromTensor(t, &v);
-    int64_t need = length >= 0 ? length : v.bytes();
-    if (need >= 0 && static_cast<int64_t>(size) < offset + need)
-      return Corrupt(path + ": tensor '" + t.name() + "': external data file '" + file.string() + "' has " +
-                     std::to_string(size) + " bytes, needs " + std::to_string(offset + need) + " (truncated?)");
-    return Status::Ok();
-  };
-  std::vector<const onnx::GraphProto*> stack = {&mp.graph()};
-  while (!stack.empty()) {
-    const onnx::GraphProto* g = stack.back();
-    stack.pop_back();
-    for (const auto& t : g->initializer()) ED_RETURN_IF_ERROR(check_external(t));
-    for (const auto& n : g->node())
-      for (const auto& a : n.attribute()) {
-        if (a.has_t()) ED_RETURN_IF_ERROR(check_external(a.t()));
-        if (a.has_g()) stack.push_back(&a.g());
-        for (const auto& sg : a.graphs()) stack.push_back(&sg);
-      }
-  }
+  // Before libonnx sees it: attribute values its inference divides by, tensors that hold the data they
+  // declare (external data inside the model's folder), dependency order.
+  ED_RETURN_IF_ERROR(CheckAttributes(mp, path));
+  ED_RETURN_IF_ERROR(CheckTensors(mp, path));
+  bool reordered = false;
+  ED_RETURN_IF_ERROR(SortNodesTopologically(m->proto_.get(), path, &reordered));
+  if (reordered)
+    m->warnings_.push_back("the file lists nodes before the nodes they read (ONNX requires topological order); scanned in dependency order");
 
   // --input-shape: fix the named inputs before inference.
   ED_RETURN_IF_ERROR(FixInputShapes(m->proto_.get(), shapes));
@@ -314,7 +289,8 @@ void OnnxModel::AddGraph(const onnx::GraphProto& g, const std::string& path, int
     v.graph = gi;
     FillFromTensor(t, &v);
     int64_t b = v.bytes();
-    if (b > 0) initializer_bytes_ += b;
+    if (b > 0) initializer_bytes_ = CheckedAdd(initializer_bytes_, b).value_or(INT64_MAX);
+    const_tensors_[t.name()] = &t;
     inits.insert(t.name());
   }
   for (const auto& t : g.sparse_initializer()) {
@@ -363,7 +339,7 @@ void OnnxModel::AddGraph(const onnx::GraphProto& g, const std::string& path, int
     if (n.op_type == "Constant" && n.domain.empty() && !np.output().empty()) {
       for (const auto& a : np.attribute()) {
         ValueInfo& v = values_[np.output(0)];
-        if (a.name() == "value" && a.has_t()) FillFromTensor(a.t(), &v);
+        if (a.name() == "value" && a.has_t()) { FillFromTensor(a.t(), &v); const_tensors_[np.output(0)] = &a.t(); }
         else if (a.name() == "value_float" || a.name() == "value_int") {
           v.elem_type = a.name() == "value_float" ? onnx::TensorProto::FLOAT : onnx::TensorProto::INT64;
           v.has_shape = true; v.dims.clear();
@@ -372,6 +348,8 @@ void OnnxModel::AddGraph(const onnx::GraphProto& g, const std::string& path, int
           v.has_shape = true;
           v.dims = {Dim{a.name() == "value_floats" ? a.floats_size() : a.ints_size(), ""}};
         }
+        if (a.name() == "value_float" || a.name() == "value_int" || a.name() == "value_floats" || a.name() == "value_ints")
+          const_attrs_[np.output(0)] = &a;
         v.is_const = true;
       }
       values_[np.output(0)].is_const = true;
@@ -407,29 +385,68 @@ Status OnnxModel::Build() {
     if (!all_const || !any) continue;
     for (const auto& o : n.outputs) if (!o.empty()) values_[o].is_const = true;
   }
+  CountWeights();
+  for (const Node& n : nodes_) used_.insert(n.inputs.begin(), n.inputs.end());
+  for (const Graph& g : graphs_) used_.insert(g.outputs.begin(), g.outputs.end());
   return Status::Ok();
 }
 
+void OnnxModel::CountWeights() {
+  // A Constant's value and a ConstantOfShape of a constant shape are stored like initializers.
+  weight_bytes_ = initializer_bytes_;
+  for (const Node& n : nodes_) {
+    if (!n.domain.empty() || n.outputs.empty() || n.outputs[0].empty()) continue;
+    if (n.op_type != "Constant" && !(n.op_type == "ConstantOfShape" && !n.inputs.empty())) continue;
+    if (n.op_type == "ConstantOfShape") {
+      const ValueInfo* shape = Find(n.inputs[0]);
+      if (!shape || !shape->is_const) continue;
+    }
+    const ValueInfo* v = Find(n.outputs[0]);
+    int64_t b = v ? v->bytes() : -1;
+    if (b <= 0) continue;
+    auto sum = CheckedAdd(weight_bytes_, b);
+    if (!sum) {
+      warnings_.push_back("the weights' total size overflows 64 bits; reported as " + std::to_string(INT64_MAX) + " bytes");
+      weight_bytes_ = INT64_MAX;
+      return;
+    }
+    weight_bytes_ = *sum;
+  }
+}
+
+std::optional<std::vector<double>> OnnxModel::ConstantValues(const std::string& name, int64_t max_elements) const {
+  if (auto t = const_tensors_.find(name); t != const_tensors_.end()) return TensorValues(*t->second, max_elements);
+  auto a = const_attrs_.find(name);
+  if (a == const_attrs_.end()) return std::nullopt;
+  const onnx::AttributeProto& at = *a->second;
+  std::vector<double> v;
+  if (at.name() == "value_float") v.push_back(at.f());
+  else if (at.name() == "value_int") v.push_back(static_cast<double>(at.i()));
+  else if (at.name() == "value_floats") v.assign(at.floats().begin(), at.floats().end());
+  else for (int64_t x : at.ints()) v.push_back(static_cast<double>(x));
+  if (static_cast<int64_t>(v.size()) > max_elements) return std::nullopt;
+  return v;
+}
+
+
 Status OnnxModel::Validate() const {
   // Every input must be defined somewhere (a truncated file loses nodes at the end), and every
-  // graph output must be produced.
-  std::set<std::string> defined;
-  for (const auto& [name, v] : values_) defined.insert(name);
-  for (const Graph& g : graphs_)
+  // graph output must be produced (linear in the model's size: a graph may have a million nodes).
+  std::vector<std::unordered_set<std::string>> produced(graphs_.size());
+  for (const Node& n : nodes_) produced[n.graph].insert(n.outputs.begin(), n.outputs.end());
+  for (size_t gi = 0; gi < graphs_.size(); ++gi) {
+    const Graph& g = graphs_[gi];
+    std::unordered_set<std::string> inputs(g.inputs.begin(), g.inputs.end());
     for (const auto& o : g.outputs) {
-      bool produced = false;
-      for (int ni : g.nodes)
-        for (const auto& out : nodes_[ni].outputs) produced |= out == o;
-      for (const auto& in : g.inputs) produced |= in == o;
       const ValueInfo* v = Find(o);
-      if (v && v->is_const) produced = true;
-      if (g.parent_node >= 0) produced |= defined.count(o) > 0;  // a branch may return an outer value
-      if (!produced)
-        return Corrupt(path_ + ": graph output '" + o + "' is produced by no node (truncated file?)");
+      bool ok = produced[gi].count(o) || inputs.count(o) || (v && v->is_const);
+      ok |= g.parent_node >= 0 && values_.count(o);  // a branch may return an outer value
+      if (!ok) return Corrupt(path_ + ": graph output '" + o + "' is produced by no node (truncated file?)");
     }
+  }
   for (const Node& n : nodes_)
     for (const auto& in : n.inputs)
-      if (!in.empty() && !defined.count(in))
+      if (!in.empty() && !values_.count(in))
         return Corrupt(path_ + ": node '" + n.name + "' (" + n.op_type + ") reads '" + in + "', which nothing defines (truncated file?)");
   return Status::Ok();
 }

@@ -12,7 +12,9 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "edgedecode/status.h"
@@ -21,6 +23,8 @@ namespace onnx {
 class ModelProto;
 class NodeProto;
 class GraphProto;
+class TensorProto;
+class AttributeProto;
 }  // namespace onnx
 
 namespace edgedecode::scan {
@@ -93,6 +97,15 @@ class OnnxModel {
   int64_t opset(const std::string& domain) const;  // 0 when not imported
   int64_t ir_version() const;
   int64_t initializer_bytes() const { return initializer_bytes_; }
+  // What the device stores as weights: initializers, Constant values, and ConstantOfShape outputs whose
+  // shape is constant (converters materialise them). Saturates at INT64_MAX (see warnings()).
+  int64_t weight_bytes() const { return weight_bytes_; }
+  // Whether a value is read by some node (of any graph) or is an output of its graph: an output nobody
+  // reads (Dropout's mask) cannot affect placement.
+  bool IsUsed(const std::string& name) const { return used_.count(name) > 0; }
+  // The values of a small constant (an initializer or a Constant's output) of at most `max_elements`
+  // numbers; nullopt when the value is not such a constant.
+  std::optional<std::vector<double>> ConstantValues(const std::string& name, int64_t max_elements = 64) const;
   // Non-fatal problems met while loading (shape inference errors, ...).
   const std::vector<std::string>& warnings() const { return warnings_; }
   // Mutable access for rewrites (the caller re-serialises it).
@@ -101,6 +114,7 @@ class OnnxModel {
  private:
   OnnxModel();
   Status Build();
+  void CountWeights();
   void AddGraph(const onnx::GraphProto& g, const std::string& path, int parent_node);
   Status Validate() const;
 
@@ -111,6 +125,10 @@ class OnnxModel {
   std::unordered_map<std::string, ValueInfo> values_;
   std::map<std::string, int64_t> opsets_;
   int64_t initializer_bytes_ = 0;
+  int64_t weight_bytes_ = 0;
+  std::unordered_set<std::string> used_;
+  std::unordered_map<std::string, const onnx::TensorProto*> const_tensors_;
+  std::unordered_map<std::string, const onnx::AttributeProto*> const_attrs_;  // value_float(s) / value_int(s)
   std::vector<std::string> warnings_;
 };
 

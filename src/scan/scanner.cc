@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,10 @@
 #include <numeric>
 #include <set>
 
+#include "base/json_depth.h"
+#include "base/utf8.h"
+#include "scan/node_check.h"
+#include "scan/onnx_checks.h"
 #include "scan/patterns.h"
 
 namespace edgedecode::scan {
@@ -35,28 +40,35 @@ constexpr ReasonRow kReasons[] = {
     {FallbackReason::kUnknownOp, "unknown_op", "the op has no ONNX schema known to the scanner (libonnx 1.12) and the profile does not list it"},
     {FallbackReason::kDtypeNotSupported, "dtype_not_supported",
      "input 0 or an output has an element type not in dtypes (GGUF: a weight type not in llm.matmul_types)"},
-    {FallbackReason::kDynamicShape, "dynamic_shape", "static_shapes is set and input 0 or an output has a dimension shape inference left unknown"},
-    {FallbackReason::kRankLimit, "rank_limit", "input 0 or an output has more dimensions than max_rank"},
-    {FallbackReason::kDimLimit, "dim_limit", "a dimension of input 0 or an output is larger than max_dim"},
-    {FallbackReason::kBatchLimit, "batch_limit", "dimension 0 of input 0 is larger than max_batch"},
+    {FallbackReason::kDynamicShape, "dynamic_shape", "static_shapes is set and input 0 or a used output has a dimension shape inference left unknown"},
+    {FallbackReason::kRankLimit, "rank_limit", "input 0 or a used output has more dimensions than max_rank (or fewer than min_rank)"},
+    {FallbackReason::kDimLimit, "dim_limit",
+     "a dimension of input 0 or a used output is larger than max_dim or outside its axis's dim_limits, or the spatial size exceeds max_spatial_size"},
+    {FallbackReason::kBatchLimit, "batch_limit", "the batch dimension of input 0 (dimension 0, or batch_axis) is larger than max_batch"},
     {FallbackReason::kAttributeNotSupported, "attribute_not_supported",
      "an attribute value (or its ONNX default) is not in attrs, or an integer of it is outside attr_range"},
-    {FallbackReason::kNonConstantInput, "non_constant_input", "an input named in const_inputs is computed at run time, not an initializer or Constant"},
+    {FallbackReason::kNonConstantInput, "non_constant_input",
+     "an input named in const_inputs or input_values is computed at run time, not an initializer or Constant"},
     {FallbackReason::kConstant, "constant", "every output is constant: folded at conversion, so the node runs nowhere (placement folded)"},
+    {FallbackReason::kInputValueNotSupported, "input_value_not_supported",
+     "a constant input or numeric attribute named in input_values has a value the device does not take, or is present where it must be absent"},
+    {FallbackReason::kScaleNotSupported, "scale_not_supported", "a Resize/Upsample scale (output / input size) outside scale_range, not in scale_values, or unequal across axes"},
+    {FallbackReason::kBroadcastNotSupported, "broadcast_not_supported", "inputs 0 and 1 broadcast in a way (per-layer, per-channel, per-element, other) not in broadcast"},
 };
 constexpr FallbackReason kAllReasons[] = {
     FallbackReason::kOpNotSupported, FallbackReason::kCustomDomain,     FallbackReason::kUnknownOp,
     FallbackReason::kDtypeNotSupported, FallbackReason::kDynamicShape,  FallbackReason::kRankLimit,
     FallbackReason::kDimLimit,       FallbackReason::kBatchLimit,       FallbackReason::kAttributeNotSupported,
-    FallbackReason::kNonConstantInput, FallbackReason::kConstant,
+    FallbackReason::kNonConstantInput, FallbackReason::kConstant,  FallbackReason::kInputValueNotSupported,
+    FallbackReason::kScaleNotSupported, FallbackReason::kBroadcastNotSupported,
 };
 constexpr bool RowsInEnumOrder() {
   for (size_t i = 0; i < std::size(kReasons); ++i)
     if (static_cast<size_t>(kReasons[i].reason) != i || kAllReasons[i] != kReasons[i].reason) return false;
   return std::size(kReasons) == std::size(kAllReasons) &&
-         std::size(kReasons) == static_cast<size_t>(FallbackReason::kConstant) + 1;
+         std::size(kReasons) == static_cast<size_t>(FallbackReason::kBroadcastNotSupported) + 1;
 }
-static_assert(RowsInEnumOrder(), "kReasons: one row per FallbackReason, in declaration order (kConstant last)");
+static_assert(RowsInEnumOrder(), "kReasons: one row per FallbackReason, in declaration order (kBroadcastNotSupported last)");
 
 }  // namespace
 
@@ -72,171 +84,139 @@ const char* PlacementName(Placement p) {
   }
 }
 
+namespace {
+
+Status WrongType(const std::string& where, const std::string& key, const std::string& expected, const nlohmann::json& got) {
+  return Corrupt(where + ": " + key + ": expected " + expected + ", got " + JsonTypeName(got) +
+                 (got.is_primitive() ? " " + got.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : ""));
+}
+
+// A top-level string field; when absent *out keeps its default.
+Status TakeString(const nlohmann::json& j, const std::string& where, const char* key, std::string* out) {
+  if (!j.contains(key)) return Status::Ok();
+  if (!j[key].is_string()) return WrongType(where, key, "a string", j[key]);
+  *out = j[key].get<std::string>();
+  return Status::Ok();
+}
+
+Status TakeNumber(const nlohmann::json& j, const std::string& where, const char* key, double* out) {
+  if (!j.contains(key)) return Status::Ok();
+  if (!j[key].is_number()) return WrongType(where, key, "a number", j[key]);
+  *out = j[key].get<double>();
+  return Status::Ok();
+}
+
+Status CheckStrings(const nlohmann::json& j, const std::string& where, const std::string& key) {
+  if (!j.is_array()) return WrongType(where, key, "an array of strings", j);
+  for (size_t i = 0; i < j.size(); ++i)
+    if (!j[i].is_string()) return WrongType(where, key + "[" + std::to_string(i) + "]", "a string", j[i]);
+  return Status::Ok();
+}
+
+Status CheckSource(const nlohmann::json& s, const std::string& where, const std::string& key) {
+  if (!s.is_object()) return WrongType(where, key, "an object {document, version, url}", s);
+  for (const char* k : {"document", "version", "url"})
+    if (s.contains(k) && !s[k].is_string()) return WrongType(where, key + "." + k, "a string", s[k]);
+  return Status::Ok();
+}
+
+Status CheckLlm(const nlohmann::json& l, const std::string& where) {
+  if (!l.is_object()) return WrongType(where, "llm", "an object", l);
+  for (const char* k : {"matmul_types", "ops"})
+    if (l.contains(k)) ED_RETURN_IF_ERROR(CheckStrings(l[k], where, std::string("llm.") + k));
+  if (l.contains("max_context") && (!l["max_context"].is_number_integer() || l["max_context"].get<int64_t>() < 0))
+    return WrongType(where, "llm.max_context", "a non-negative integer", l["max_context"]);
+  if (l.contains("notes") && !l["notes"].is_string()) return WrongType(where, "llm.notes", "a string", l["notes"]);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<Profile> Profile::FromJson(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_object()) return Corrupt(where + ": a profile must be a JSON object");
+  if (!j.is_object()) return Corrupt(where + ": a profile must be a JSON object, got " + JsonTypeName(j));
   Profile p;
   p.raw = j;
-  try {
-    p.name = j.value("name", fs::path(where).stem().string());
-    p.accelerator = j.value("accelerator", std::string("NPU"));
-    p.estimate = j.value("estimate", false);
-    p.memory_bytes = j.value("memory_bytes", int64_t{0});
-    p.bandwidth = j.value("bandwidth_bytes_per_s", 1e9);
-    p.transition_latency = j.value("transition_latency_s", 0.0);
-    if (j.contains("defaults")) p.defaults = j["defaults"];
-    if (!j.contains("ops") || !j["ops"].is_object()) return Corrupt(where + ": no \"ops\" object");
-    p.ops = j["ops"];
-    if (j.contains("llm")) p.llm = j["llm"];
-    const auto& src = j.contains("source") ? (j["source"].is_array() && !j["source"].empty() ? j["source"][0] : j["source"]) : nlohmann::json();
-    if (src.is_object()) p.source = src.value("document", std::string()) + ", " + src.value("version", std::string());
-  } catch (const std::exception& e) {
-    return Corrupt(where + ": bad profile field: " + e.what());
+  p.name = fs::path(where).stem().string();
+  ED_RETURN_IF_ERROR(TakeString(j, where, "name", &p.name));
+  ED_RETURN_IF_ERROR(TakeString(j, where, "accelerator", &p.accelerator));
+  std::string device;
+  ED_RETURN_IF_ERROR(TakeString(j, where, "device", &device));
+  if (j.contains("estimate")) {
+    if (!j["estimate"].is_boolean()) return WrongType(where, "estimate", "true or false", j["estimate"]);
+    p.estimate = j["estimate"].get<bool>();
   }
-  if (p.bandwidth <= 0) return Corrupt(where + ": bandwidth_bytes_per_s must be > 0");
+  if (j.contains("estimates")) ED_RETURN_IF_ERROR(CheckStrings(j["estimates"], where, "estimates"));
+  if (j.contains("memory_bytes")) {
+    const auto& m = j["memory_bytes"];
+    if (!m.is_number_integer()) return WrongType(where, "memory_bytes", "an integer (bytes)", m);
+    if (m.is_number_unsigned() ? m.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX) : m.get<int64_t>() < 0)
+      return Corrupt(where + ": memory_bytes: " + m.dump() + " is not a size in [0, 2^63)");
+    p.memory_bytes = m.get<int64_t>();
+  }
+  ED_RETURN_IF_ERROR(TakeNumber(j, where, "bandwidth_bytes_per_s", &p.bandwidth));
+  ED_RETURN_IF_ERROR(TakeNumber(j, where, "transition_latency_s", &p.transition_latency));
+  if (!(p.bandwidth > 0) || !std::isfinite(p.bandwidth)) return Corrupt(where + ": bandwidth_bytes_per_s must be > 0");
+  if (!(p.transition_latency >= 0) || !std::isfinite(p.transition_latency)) return Corrupt(where + ": transition_latency_s must be >= 0");
+  if (j.contains("source")) {
+    const auto& s = j["source"];
+    if (s.is_array()) {
+      for (size_t i = 0; i < s.size(); ++i) ED_RETURN_IF_ERROR(CheckSource(s[i], where, "source[" + std::to_string(i) + "]"));
+    } else {
+      ED_RETURN_IF_ERROR(CheckSource(s, where, "source"));
+    }
+    const auto& src = s.is_array() ? (s.empty() ? nlohmann::json() : s[0]) : s;
+    if (src.is_object()) p.source = src.value("document", std::string()) + ", " + src.value("version", std::string());
+  }
+  if (j.contains("defaults")) {
+    ED_ASSIGN_OR_RETURN(p.default_constraint, ParseConstraint(j["defaults"], where + ": defaults"));
+    p.defaults = j["defaults"];
+  }
+  if (!j.contains("ops")) return Corrupt(where + ": no \"ops\" object");
+  const auto& ops = j["ops"];
+  if (!ops.is_object()) return WrongType(where, "ops", "an object (domain -> op type -> constraint)", ops);
+  for (auto d = ops.begin(); d != ops.end(); ++d) {
+    if (!d.value().is_object()) return WrongType(where, "ops." + d.key(), "an object (op type -> constraint)", d.value());
+    for (auto op = d.value().begin(); op != d.value().end(); ++op) {
+      ED_ASSIGN_OR_RETURN(p.op_constraints[d.key()][op.key()], ParseConstraint(op.value(), where + ": ops." + d.key() + "." + op.key()));
+    }
+  }
+  p.ops = ops;
+  if (j.contains("llm")) {
+    ED_RETURN_IF_ERROR(CheckLlm(j["llm"], where));
+    p.llm = j["llm"];
+  }
+  if (j.contains("image_decoder") && !j["image_decoder"].is_object())
+    return WrongType(where, "image_decoder", "an object", j["image_decoder"]);
   return p;
 }
 
 Result<Profile> Profile::Load(const std::string& path) {
-  std::ifstream in(path);
+  constexpr uintmax_t kMaxProfileBytes = 16u << 20;  // shipped profiles are a few KiB
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return InvalidArgument(path + ": is a directory, not a profile");
+  std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(path + ": cannot open profile");
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  auto size = fs::file_size(path, ec);
+  if (!ec && size > kMaxProfileBytes)
+    return Corrupt(path + ": " + std::to_string(size) + " bytes; a profile is at most " + std::to_string(kMaxProfileBytes) + " bytes");
+  std::string text;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxProfileBytes) return Corrupt(path + ": larger than " + std::to_string(kMaxProfileBytes) + " bytes");
+  }
+  ED_RETURN_IF_ERROR(CheckJsonDepth(text, path));
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) return Corrupt(path + ": not valid JSON");
   return FromJson(j, path);
 }
 
 namespace {
 
-const onnx::AttributeProto* Attr(const Node& n, const std::string& name) {
-  for (const auto& a : n.proto->attribute()) if (a.name() == name) return &a;
-  return nullptr;
-}
-
-// ONNX defaults for the attributes profiles constrain (only where a default exists).
-bool DefaultAttr(const Node& n, const std::string& name, nlohmann::json* v) {
-  if (name == "mode") { *v = n.op_type == "Pad" ? "constant" : n.op_type == "RoiAlign" ? "avg" : "nearest"; return true; }
-  if (name == "coordinate_transformation_mode") { *v = "half_pixel"; return true; }
-  if (name == "auto_pad") { *v = "NOTSET"; return true; }
-  if (name == "axis" && (n.op_type == "Softmax" || n.op_type == "LogSoftmax")) { *v = n.opset >= 13 ? -1 : 1; return true; }
-  static const std::set<std::string> zero = {"ceil_mode", "count_include_pad", "storage_order", "input_forget",
-                                             "training_mode", "select_last_index"};
-  if (zero.count(name)) { *v = 0; return true; }
-  return false;
-}
-
-std::string Join(const nlohmann::json& arr) {
-  std::string s;
-  for (const auto& x : arr) s += (s.empty() ? "" : ", ") + (x.is_string() ? x.get<std::string>() : x.dump());
-  return "[" + s + "]";
-}
-
 std::string Desc(const OnnxModel& m, const std::string& name) {
   const ValueInfo* v = m.Find(name);
   if (!v) return name + " ?";
   return name + " " + ElemTypeName(v->elem_type) + v->ShapeString() + (v->is_const ? " const" : "");
-}
-
-struct Check {
-  std::optional<FallbackReason> reason;  // empty: the accelerator runs it
-  std::string detail;
-};
-
-Check CheckNode(const OnnxModel& m, const Node& n, const Profile& p, const ScanOptions& o) {
-  std::string dkey = n.domain.empty() ? "ai.onnx" : n.domain;
-  const nlohmann::json* dmap = nullptr;
-  if (p.ops.contains(dkey)) dmap = &p.ops[dkey];
-  else if (p.ops.contains("*")) dmap = &p.ops["*"];  // "*" as a domain: every domain the profile does not name
-  const nlohmann::json* c = nullptr;
-  if (dmap && dmap->is_object()) {
-    if (dmap->contains(n.op_type)) c = &(*dmap)[n.op_type];
-    else if (dmap->contains("*")) c = &(*dmap)["*"];
-  }
-  if (!c) {
-    if (!n.domain.empty() && n.domain != "ai.onnx.ml" && !dmap) return {FallbackReason::kCustomDomain, "domain '" + n.domain + "' is not on the device"};
-    if (!n.has_schema) return {FallbackReason::kUnknownOp, n.op_type + " is not an ONNX op known to the scanner (libonnx 1.12) nor listed by the profile"};
-    return {FallbackReason::kOpNotSupported, n.op_type + " is not in the profile's op list"};
-  }
-  nlohmann::json k = p.defaults.is_object() ? p.defaults : nlohmann::json::object();
-  if (c->is_object()) for (auto it = c->begin(); it != c->end(); ++it) k[it.key()] = it.value();
-  if (k.value("not_supported", false)) return {FallbackReason::kOpNotSupported, k.value("notes", std::string("listed as not supported"))};
-
-  std::vector<const ValueInfo*> checked;  // input 0 and every output
-  if (!n.inputs.empty() && !n.inputs[0].empty()) checked.push_back(m.Find(n.inputs[0]));
-  for (const auto& out : n.outputs) if (!out.empty()) checked.push_back(m.Find(out));
-  if (k.contains("dtypes")) {
-    std::set<std::string> ok;
-    for (const auto& t : k["dtypes"]) ok.insert(t.get<std::string>());
-    for (const ValueInfo* v : checked) {
-      if (!v || !v->elem_type) continue;
-      // Shape arithmetic (int64 vectors) is evaluated by the converter once shapes are static.
-      if ((v->elem_type == onnx::TensorProto::INT64 || v->elem_type == onnx::TensorProto::INT32) && v->has_shape && v->dims.size() <= 1) continue;
-      std::string t = ElemTypeName(v->elem_type);
-      if (o.quantized && (t == "float32" || t == "float16") && !ok.count(t)) t = "int8";
-      if (!ok.count(t)) return {FallbackReason::kDtypeNotSupported, v->name + " is " + t + ", device takes " + Join(k["dtypes"])};
-    }
-  }
-  if (k.value("static_shapes", false))
-    for (const ValueInfo* v : checked)
-      if (v && !v->is_const && !v->fully_known())
-        return {FallbackReason::kDynamicShape, v->name + " has shape " + v->ShapeString() + " (fix it with --input-shape)"};
-  int64_t max_rank = k.value("max_rank", int64_t{0}), max_dim = k.value("max_dim", int64_t{0});
-  for (const ValueInfo* v : checked) {
-    if (!v || !v->has_shape) continue;
-    if (max_rank && static_cast<int64_t>(v->dims.size()) > max_rank)
-      return {FallbackReason::kRankLimit, v->name + " has rank " + std::to_string(v->dims.size()) + " > " + std::to_string(max_rank)};
-    if (max_dim)
-      for (const Dim& d : v->dims)
-        if (d.known() && d.value > max_dim)
-          return {FallbackReason::kDimLimit, v->name + " dimension " + std::to_string(d.value) + " > " + std::to_string(max_dim)};
-  }
-  if (k.contains("max_batch") && !checked.empty() && checked[0] && checked[0]->has_shape && checked[0]->dims.size() >= 2) {
-    const Dim& b = checked[0]->dims[0];
-    if (b.known() && b.value > k["max_batch"].get<int64_t>())
-      return {FallbackReason::kBatchLimit, "batch " + std::to_string(b.value) + " > " + k["max_batch"].dump()};
-  }
-  if (k.contains("attrs") && k["attrs"].is_object())
-    for (auto it = k["attrs"].begin(); it != k["attrs"].end(); ++it) {
-      const onnx::AttributeProto* a = Attr(n, it.key());
-      std::vector<nlohmann::json> vals;
-      if (a) {
-        if (a->type() == onnx::AttributeProto::STRING) vals.push_back(a->s());
-        else if (a->type() == onnx::AttributeProto::INT) vals.push_back(a->i());
-        else if (a->type() == onnx::AttributeProto::INTS) for (int64_t x : a->ints()) vals.push_back(x);
-        else if (a->type() == onnx::AttributeProto::FLOAT) vals.push_back(a->f());
-      } else {
-        nlohmann::json d;
-        if (DefaultAttr(n, it.key(), &d)) vals.push_back(d);
-      }
-      for (auto& v : vals) {
-        if (it.key() == "axis" && v.is_number_integer() && v.get<int64_t>() < 0 && !checked.empty() && checked[0] && checked[0]->has_shape)
-          v = v.get<int64_t>() + static_cast<int64_t>(checked[0]->dims.size());
-        bool found = false;
-        for (const auto& allowed : it.value()) found |= allowed == v;
-        if (!found)
-          return {FallbackReason::kAttributeNotSupported, it.key() + "=" + (v.is_string() ? v.get<std::string>() : v.dump()) +
-                                                 (a ? "" : " (default)") + " not in " + Join(it.value())};
-      }
-    }
-  if (k.contains("attr_range") && k["attr_range"].is_object())
-    for (auto it = k["attr_range"].begin(); it != k["attr_range"].end(); ++it) {
-      const onnx::AttributeProto* a = Attr(n, it.key());
-      if (!a || it.value().size() != 2) continue;
-      int64_t lo = it.value()[0], hi = it.value()[1];
-      std::vector<int64_t> vals(a->ints().begin(), a->ints().end());
-      if (a->type() == onnx::AttributeProto::INT) vals = {a->i()};
-      for (int64_t v : vals)
-        if (v < lo || v > hi)
-          return {FallbackReason::kAttributeNotSupported, it.key() + " value " + std::to_string(v) + " outside [" +
-                                                 std::to_string(lo) + ", " + std::to_string(hi) + "]"};
-    }
-  if (k.contains("const_inputs"))
-    for (const auto& idx : k["const_inputs"]) {
-      size_t i = idx.get<size_t>();
-      if (i < n.inputs.size() && !n.inputs[i].empty()) {
-        const ValueInfo* v = m.Find(n.inputs[i]);
-        if (!v || !v->is_const) return {FallbackReason::kNonConstantInput, "input " + std::to_string(i) + " '" + n.inputs[i] + "' must be constant"};
-      }
-    }
-  return {};
 }
 
 std::string Mib(int64_t b) {
@@ -246,7 +226,14 @@ std::string Mib(int64_t b) {
   return buf;
 }
 
-int Find(std::vector<int>& p, int x) { return p[x] == x ? x : p[x] = Find(p, p[x]); }
+// Union-find root, iteratively with path halving: a chain of a million accelerator nodes must not recurse.
+int Find(std::vector<int>& p, int x) {
+  while (p[x] != x) {
+    p[x] = p[p[x]];
+    x = p[x];
+  }
+  return x;
+}
 
 std::string JoinSet(const std::set<std::string>& s) {
   std::string o;
@@ -377,7 +364,7 @@ ScanReport Scan(const OnnxModel& m, const Profile& p, const ScanOptions& o) {
   r.accelerator = p.accelerator;
   r.bandwidth = p.bandwidth;
   r.memory_bytes = p.memory_bytes;
-  r.weight_bytes = m.initializer_bytes();
+  r.weight_bytes = m.weight_bytes();
   r.warnings = m.warnings();
   const auto& nodes = m.nodes();
   bool cpu_profile = p.accelerator == "CPU";
@@ -388,16 +375,19 @@ ScanReport Scan(const OnnxModel& m, const Profile& p, const ScanOptions& o) {
     for (const auto& in : n.inputs) if (!in.empty()) nr.in_desc.push_back(Desc(m, in));
     for (const auto& out : n.outputs) if (!out.empty()) nr.out_desc.push_back(Desc(m, out));
     bool folded = !n.outputs.empty() && n.subgraphs.empty();
+    bool any_used = false;
+    for (const auto& out : n.outputs) any_used |= !out.empty() && m.IsUsed(out);
     for (const auto& out : n.outputs) {
-      const ValueInfo* v = out.empty() ? nullptr : m.Find(out);
-      if (!out.empty() && (!v || !v->is_const)) folded = false;
+      if (out.empty() || (any_used && !m.IsUsed(out))) continue;  // an output nobody reads does not matter
+      const ValueInfo* v = m.Find(out);
+      if (!v || !v->is_const) folded = false;
     }
     if (folded) {
       nr.placement = Placement::kFolded;
       nr.reason = FallbackReason::kConstant;
       nr.detail = "constant-folded at conversion";
     } else {
-      Check c = CheckNode(m, n, p, o);
+      NodeCheck c = CheckNode(m, n, p, o);
       nr.placement = c.reason ? Placement::kCpu : Placement::kAccel;
       nr.reason = c.reason;
       nr.detail = c.detail;
@@ -426,7 +416,8 @@ ScanReport Scan(const OnnxModel& m, const Profile& p, const ScanOptions& o) {
         copied[{in, cn.placement}] = true;
         const ValueInfo* v = m.Find(in);
         Transition t{in, where(pn.placement), where(cn.placement), v ? v->bytes() : -1};
-        if (t.bytes < 0) ++r.unknown_transitions; else r.bytes += t.bytes;
+        auto sum = t.bytes < 0 ? std::nullopt : CheckedAdd(r.bytes, t.bytes);
+        if (!sum) { t.bytes = -1; ++r.unknown_transitions; } else r.bytes = *sum;  // a sum past 2^63 counts as unknown
         r.transitions.push_back(t);
       }
     }
@@ -486,7 +477,7 @@ nlohmann::json ScanReport::ToJson() const {
 
 namespace {
 std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string o = "\"";
   for (char c : s) { if (c == '"') o += '"'; o += c; }
   return o + "\"";
@@ -501,10 +492,10 @@ std::string JoinSemi(const std::vector<std::string>& v) {
 std::string ScanReport::ToCsv() const {
   std::string s = "name,op,domain,opset,graph,placement,reason,detail,inputs,outputs\n";
   for (const auto& n : nodes)
-    s += CsvField(n.name) + "," + n.op_type + "," + (n.domain.empty() ? "ai.onnx" : n.domain) + "," + std::to_string(n.opset) + "," +
+    s += CsvField(n.name) + "," + CsvField(n.op_type) + "," + CsvField(n.domain.empty() ? "ai.onnx" : n.domain) + "," + std::to_string(n.opset) + "," +
          CsvField(n.graph) + "," + PlacementName(n.placement) + "," + n.ReasonCode() + "," + CsvField(n.detail) + "," +
          CsvField(JoinSemi(n.in_desc)) + "," + CsvField(JoinSemi(n.out_desc)) + "\n";
-  return s;
+  return ToValidUtf8(s);  // names from the model are arbitrary bytes
 }
 
 namespace {
@@ -551,7 +542,15 @@ std::string ScanReport::ToText(bool all_nodes) const {
     for (const auto& x : suggestions) s += "  - " + x + "\n";
   }
   for (const auto& w : warnings) s += "note: " + w.substr(0, 300) + "\n";
-  return s;
+  // Names from the model are arbitrary bytes: each line is escaped for the terminal, the line breaks kept.
+  std::string out;
+  for (size_t begin = 0; begin < s.size();) {
+    const size_t end = std::min(s.find('\n', begin), s.size());
+    out += EscapeForTerminal(std::string_view(s).substr(begin, end - begin));
+    if (end < s.size()) out += '\n';
+    begin = end + 1;
+  }
+  return out;
 }
 
 }  // namespace edgedecode::scan

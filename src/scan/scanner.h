@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "edgedecode/status.h"
+#include "scan/constraint.h"
 #include "scan/onnx_model.h"
 
 namespace edgedecode::scan {
@@ -30,8 +32,12 @@ struct Profile {
   nlohmann::json ops = nlohmann::json::object();
   nlohmann::json llm;           // may be null
   nlohmann::json raw;
+  // `defaults` and `ops` parsed and type-checked (constraint.h): what the scan checks nodes against.
+  Constraint default_constraint;
+  std::map<std::string, std::map<std::string, Constraint>> op_constraints;  // domain -> op type -> constraint
 
-  // A profile file (the CLI resolves --target NAME to its file: cli/common.h ResolveTarget).
+  // A profile file (the CLI resolves --target NAME to its file: cli/common.h ResolveTarget). Errors (kCorrupt,
+  // kNotFound) name the file and, for a wrong field, its key and the type expected.
   static Result<Profile> Load(const std::string& path);
   static Result<Profile> FromJson(const nlohmann::json& j, const std::string& where);
 };
@@ -41,7 +47,7 @@ enum class Placement { kAccel, kCpu, kFolded };
 // Why a node is not on the accelerator: the `reason` column of the text, JSON and CSV reports. Each value
 // has one code string and one line of text in the table in scanner.cc; the codes are a documented contract
 // (docs/profiles.md, "Fallback reasons") that scripts match on, so a code is never renamed, only added.
-// kConstant is not a fallback: it is the reason of every Placement::kFolded node.
+// kConstant is not a fallback: it is the reason of every Placement::kFolded node. New values go at the end.
 enum class FallbackReason {
   kOpNotSupported,
   kCustomDomain,
@@ -54,6 +60,9 @@ enum class FallbackReason {
   kAttributeNotSupported,
   kNonConstantInput,
   kConstant,
+  kInputValueNotSupported,
+  kScaleNotSupported,
+  kBroadcastNotSupported,
 };
 
 const char* FallbackReasonCode(FallbackReason r);  // "op_not_supported", as printed in the reports

@@ -181,7 +181,7 @@ TEST(Synth, ConfigTypesAndDepth) {
   EXPECT_EQ(err("{\"rope_base\": [1]}"), "c.json: key 'rope_base' must be a finite number, got a JSON array");
   EXPECT_EQ(err("{\"arch\": null}"), "c.json: key 'arch' must be a string, got a JSON null");
   const std::string deep = "{\"dim\": " + std::string(1000000, '[') + std::string(1000000, ']') + "}";
-  EXPECT_EQ(err(deep), "c.json: offset 71: JSON nested deeper than 64 levels of arrays and objects");
+  EXPECT_EQ(err(deep), "c.json:1:264: JSON nested deeper than 256 levels (refused before parsing)");
   // Brackets inside strings do not count; escaped quotes do not end a string.
   EXPECT_EQ(err("{\"name\": \"[[[\\\"" + std::string(100, '[') + "\"}"), "accepted");
   auto based = ShapeFromJson("{\"n_layers\": 2}", "c.json", "qwen2-tiny");
