@@ -58,6 +58,55 @@ constexpr bool RowsInEnumOrder() {
 }
 static_assert(RowsInEnumOrder(), "kReasons: one row per FallbackReason, in declaration order (kConstant last)");
 
+// "" when every key of a constraint object (docs/profiles.md, "Constraint object") has the type the scan reads it
+// as, else the first that does not, by its path: a profile is refused at load, not half-used by a scan.
+std::string ConstraintTypeError(const nlohmann::json& rule, const std::string& at) {
+  auto array_of = [](const nlohmann::json& a, bool (nlohmann::json::*is)() const noexcept) {
+    if (!a.is_array()) return false;
+    for (const auto& x : a)
+      if (!(x.*is)()) return false;
+    return true;
+  };
+  for (auto it = rule.begin(); it != rule.end(); ++it) {
+    const std::string& k = it.key();
+    const nlohmann::json& v = it.value();
+    const std::string here = at + "." + k;
+    if (k == "dtypes" && !array_of(v, &nlohmann::json::is_string)) return here + " must be an array of type names";
+    if ((k == "max_rank" || k == "max_dim" || k == "max_batch") && !v.is_number_integer()) return here + " must be an integer";
+    if ((k == "static_shapes" || k == "not_supported") && !v.is_boolean()) return here + " must be true or false";
+    if (k == "notes" && !v.is_string()) return here + " must be a string";
+    if (k == "const_inputs" && (!array_of(v, &nlohmann::json::is_number_integer) ||
+                                std::any_of(v.begin(), v.end(), [](const auto& x) { return x.template get<int64_t>() < 0; })))
+      return here + " must be an array of input indices";
+    if (k == "attrs" || k == "attr_range") {
+      if (!v.is_object()) return here + " must be an object of attribute names";
+      for (auto a = v.begin(); a != v.end(); ++a) {
+        if (!a.value().is_array()) return here + "." + a.key() + " must be an array";
+        if (k == "attr_range" && (a.value().size() != 2 || !array_of(a.value(), &nlohmann::json::is_number_integer)))
+          return here + "." + a.key() + " must be [min, max] integers";
+      }
+    }
+  }
+  return "";
+}
+
+// The same for every constraint object of a profile and its "llm" section.
+std::string ProfileTypeError(const Profile& p) {
+  if (p.defaults.is_object())
+    if (std::string e = ConstraintTypeError(p.defaults, "defaults"); !e.empty()) return e;
+  for (auto d = p.ops.begin(); d != p.ops.end(); ++d) {
+    if (!d.value().is_object()) continue;
+    for (auto op = d.value().begin(); op != d.value().end(); ++op)
+      if (op.value().is_object())
+        if (std::string e = ConstraintTypeError(op.value(), "ops." + d.key() + "." + op.key()); !e.empty()) return e;
+  }
+  if (p.llm.is_object())
+    for (const char* k : {"matmul_types", "ops"})
+      if (p.llm.contains(k) && (!p.llm[k].is_array() || std::any_of(p.llm[k].begin(), p.llm[k].end(), [](const auto& x) { return !x.is_string(); })))
+        return std::string("llm.") + k + " must be an array of strings";
+  return "";
+}
+
 }  // namespace
 
 const char* FallbackReasonCode(FallbackReason r) { return kReasons[static_cast<size_t>(r)].code; }
@@ -93,6 +142,7 @@ Result<Profile> Profile::FromJson(const nlohmann::json& j, const std::string& wh
     return Corrupt(where + ": bad profile field: " + e.what());
   }
   if (p.bandwidth <= 0) return Corrupt(where + ": bandwidth_bytes_per_s must be > 0");
+  if (std::string e = ProfileTypeError(p); !e.empty()) return Corrupt(where + ": " + e);
   return p;
 }
 
