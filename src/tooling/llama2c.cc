@@ -135,7 +135,8 @@ Status ParseHeader(const Mapped& m, const std::string& path, Llama2cInfo* h, uin
     for (int i = 0; i < 7; ++i) p[i] = ReadI32(m.data() + 4 * i);
     h->version = 0;
     h->shared_classifier = p[5] > 0;
-    if (p[5] < 0) p[5] = -p[5];
+    // INT32_MIN has no positive counterpart (negating it overflows): it stays negative, refused below.
+    if (p[5] < 0 && p[5] != INT32_MIN) p[5] = -p[5];
     *header_bytes = 28;
   }
   h->dim = p[0];
