@@ -87,7 +87,7 @@ int64_t ValueInfo::elements() const {
 int64_t ValueInfo::bytes() const {
   int64_t n = elements();
   int s = ElemSize(elem_type);
-  if (n < 0 || s == 0) return -1;
+  if (n < 0 || s == 0 || n > INT64_MAX / s) return -1;  // beyond int64 (a hostile shape) counts as unknown
   return n * s;
 }
 
@@ -278,9 +278,13 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::FromProto(onnx::ModelProto proto, 
     ValueInfo v;
     FillFromTensor(t, &v);
     int64_t need = length >= 0 ? length : v.bytes();
-    if (need >= 0 && static_cast<int64_t>(size) < offset + need)
+    if (offset < 0)
+      return Corrupt(path + ": tensor '" + t.name() + "': external data offset " + std::to_string(offset) + " is negative");
+    // Both are below 2^63, so the unsigned sum cannot wrap.
+    const uint64_t end = static_cast<uint64_t>(offset) + static_cast<uint64_t>(need);
+    if (need >= 0 && size < end)
       return Corrupt(path + ": tensor '" + t.name() + "': external data file '" + file.string() + "' has " +
-                     std::to_string(size) + " bytes, needs " + std::to_string(offset + need) + " (truncated?)");
+                     std::to_string(size) + " bytes, needs " + std::to_string(end) + " (truncated?)");
     return Status::Ok();
   };
   std::vector<const onnx::GraphProto*> stack = {&mp.graph()};
@@ -314,7 +318,7 @@ void OnnxModel::AddGraph(const onnx::GraphProto& g, const std::string& path, int
     v.graph = gi;
     FillFromTensor(t, &v);
     int64_t b = v.bytes();
-    if (b > 0) initializer_bytes_ += b;
+    if (b > 0) initializer_bytes_ = b > INT64_MAX - initializer_bytes_ ? INT64_MAX : initializer_bytes_ + b;  // saturates
     inits.insert(t.name());
   }
   for (const auto& t : g.sparse_initializer()) {

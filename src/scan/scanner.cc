@@ -476,7 +476,8 @@ ScanReport Scan(const OnnxModel& m, const Profile& p, const ScanOptions& o) {
         copied[{in, cn.placement}] = true;
         const ValueInfo* v = m.Find(in);
         Transition t{in, where(pn.placement), where(cn.placement), v ? v->bytes() : -1};
-        if (t.bytes < 0) ++r.unknown_transitions; else r.bytes += t.bytes;
+        if (t.bytes < 0) ++r.unknown_transitions;
+        else r.bytes = t.bytes > INT64_MAX - r.bytes ? INT64_MAX : r.bytes + t.bytes;  // saturates (hostile shapes)
         r.transitions.push_back(t);
       }
     }
