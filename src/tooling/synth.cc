@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -123,6 +124,9 @@ Init InitFor(const TensorSpec& t, const ModelShape& s, double logit_scale) {
 template <typename T>
 Status GetField(const nlohmann::json& j, const char* key, T* out, const std::string& src) {
   if (!j.contains(key)) return Status::Ok();
+  // An integer field takes JSON integers only: a float out of int64's range converted to one is undefined.
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    if (!j.at(key).is_number_integer()) return InvalidArgument(src + ": key '" + key + "' must be an integer");
   try {
     *out = j.at(key).get<T>();
   } catch (const std::exception& e) {
