@@ -6,9 +6,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cmath>
-#include <random>
 
 #include "cli/common.h"
+#include "cli/serve_request.h"
 
 namespace edgedecode::cli::serve {
 namespace {
@@ -16,157 +16,12 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-// An OpenAI error: the HTTP status and the fields of {"error": {...}}.
-struct ApiError {
-  int status = 400;
-  std::string message;
-  std::string param;  // "" -> null
-  std::string code;   // "" -> null
-  std::string type = "invalid_request_error";
-};
-
 void SendError(httplib::Response& res, const ApiError& e) {
-  ojson err = {{"message", e.message}, {"type", e.type}, {"param", nullptr}, {"code", nullptr}};
-  if (!e.param.empty()) err["param"] = e.param;
-  if (!e.code.empty()) err["code"] = e.code;
   res.status = e.status;
-  res.set_content(DumpJson(ojson{{"error", err}}) + "\n", "application/json");
+  res.set_content(DumpJson(ojson{{"error", ErrorObject(e)}}) + "\n", "application/json");
 }
 
 void SendJson(httplib::Response& res, const ojson& j) { res.set_content(DumpJson(j) + "\n", "application/json"); }
-
-ApiError BadParam(const std::string& param, const std::string& message) {
-  return ApiError{400, param + ": " + message, param, "invalid_value"};
-}
-
-// Parses a JSON object body; a 400 naming the problem otherwise.
-std::optional<ApiError> ParseBody(const std::string& body, json* out) {
-  *out = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (out->is_discarded()) return ApiError{400, "the request body is not valid JSON", "", "invalid_json"};
-  if (!out->is_object()) return ApiError{400, "the request body must be a JSON object", "", "invalid_json"};
-  return std::nullopt;
-}
-
-bool Present(const json& b, const char* key) { return b.contains(key) && !b[key].is_null(); }
-
-// A number field within [lo, hi]; absent or null keeps *v.
-std::optional<ApiError> NumberField(const json& b, const char* key, double lo, double hi, float* v) {
-  if (!Present(b, key)) return std::nullopt;
-  const json& x = b[key];
-  if (!x.is_number() || !std::isfinite(x.get<double>()) || x.get<double>() < lo || x.get<double>() > hi)
-    return BadParam(key, "must be a number in [" + DumpJson(lo) + ", " + DumpJson(hi) + "]");
-  *v = x.get<float>();
-  return std::nullopt;
-}
-
-std::optional<ApiError> IntField(const json& b, const char* key, int64_t lo, int64_t hi, int64_t* v) {
-  if (!Present(b, key)) return std::nullopt;
-  const json& x = b[key];
-  if (!x.is_number_integer() || x.get<int64_t>() < lo || x.get<int64_t>() > hi)
-    return BadParam(key, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  *v = x.get<int64_t>();
-  return std::nullopt;
-}
-
-// The request fields both generation routes share.
-struct GenParams {
-  int64_t max_tokens = -1;  // -1: until the context is full
-  llm::SamplerParams sampling;
-  std::vector<std::string> stops;
-  bool stream = false, include_usage = false, ignore_eos = false;
-};
-
-std::optional<ApiError> ParseStops(const json& b, std::vector<std::string>* stops) {
-  if (!Present(b, "stop")) return std::nullopt;
-  const json& s = b["stop"];
-  if (s.is_string()) {
-    stops->push_back(s.get<std::string>());
-    return std::nullopt;
-  }
-  if (!s.is_array() || s.size() > 16) return BadParam("stop", "must be a string or an array of at most 16 strings");
-  for (const json& x : s) {
-    if (!x.is_string()) return BadParam("stop", "must be a string or an array of at most 16 strings");
-    stops->push_back(x.get<std::string>());
-  }
-  return std::nullopt;
-}
-
-std::optional<ApiError> ParseStream(const json& b, GenParams* p) {
-  if (Present(b, "stream")) {
-    if (!b["stream"].is_boolean()) return BadParam("stream", "must be a boolean");
-    p->stream = b["stream"].get<bool>();
-  }
-  if (Present(b, "stream_options")) {
-    const json& so = b["stream_options"];
-    if (!so.is_object()) return BadParam("stream_options", "must be an object");
-    if (Present(so, "include_usage")) {
-      if (!so["include_usage"].is_boolean()) return BadParam("stream_options.include_usage", "must be a boolean");
-      p->include_usage = so["include_usage"].get<bool>();
-    }
-  }
-  return std::nullopt;
-}
-
-std::optional<ApiError> ParseGenParams(const json& b, GenParams* p) {
-  int64_t n = 1;
-  if (IntField(b, "n", INT64_MIN, INT64_MAX, &n)) return BadParam("n", "must be an integer");
-  if (n != 1) return BadParam("n", "only n = 1 is supported");
-  if (auto e = IntField(b, "max_tokens", 1, INT32_MAX, &p->max_tokens)) return e;
-  if (auto e = IntField(b, "max_completion_tokens", 1, INT32_MAX, &p->max_tokens)) return e;
-  llm::SamplerParams& s = p->sampling;
-  // OpenAI's defaults: temperature 1, top_p 1, no top-k, no min-p, no penalty.
-  s.temperature = 1.0f, s.top_p = 1.0f, s.top_k = 0, s.min_p = 0.0f, s.repeat_penalty = 1.0f;
-  if (auto e = NumberField(b, "temperature", 0, 2, &s.temperature)) return e;
-  if (auto e = NumberField(b, "top_p", 0, 1, &s.top_p)) return e;
-  if (s.top_p == 0) s.temperature = 0, s.top_p = 1;  // nothing but the most likely token: greedy
-  if (auto e = NumberField(b, "min_p", 0, 1, &s.min_p)) return e;
-  int64_t top_k = 0;
-  if (auto e = IntField(b, "top_k", 0, INT32_MAX, &top_k)) return e;
-  s.top_k = static_cast<int>(top_k);
-  int64_t seed = -1;
-  if (auto e = IntField(b, "seed", INT64_MIN, INT64_MAX, &seed)) return e;
-  if (Present(b, "seed")) {
-    s.seed = static_cast<uint64_t>(seed);
-  } else {
-    std::random_device rd;
-    s.seed = (static_cast<uint64_t>(rd()) << 32) | rd();
-  }
-  if (auto e = ParseStops(b, &p->stops)) return e;
-  if (Present(b, "ignore_eos")) {
-    if (!b["ignore_eos"].is_boolean()) return BadParam("ignore_eos", "must be a boolean");
-    p->ignore_eos = b["ignore_eos"].get<bool>();
-  }
-  return ParseStream(b, p);
-}
-
-// OpenAI messages to the {role, content} array the chat template reads; content parts of type "text" are
-// joined.
-std::optional<ApiError> ParseMessages(const json& b, ojson* out) {
-  if (!b.contains("messages") || !b["messages"].is_array() || b["messages"].empty())
-    return BadParam("messages", "must be a non-empty array of {role, content} objects");
-  *out = ojson::array();
-  for (size_t i = 0; i < b["messages"].size(); ++i) {
-    const json& m = b["messages"][i];
-    const std::string where = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
-      return BadParam(where + ".role", "must be a string");
-    std::string content;
-    const json c = m.value("content", json());
-    if (c.is_string()) {
-      content = c.get<std::string>();
-    } else if (c.is_array()) {
-      for (const json& part : c) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
-          return BadParam(where + ".content", "only text parts ({\"type\": \"text\", \"text\": ...}) are supported");
-        content += part["text"].get<std::string>();
-      }
-    } else if (!c.is_null()) {
-      return BadParam(where + ".content", "must be a string or an array of text parts");
-    }
-    out->push_back({{"role", m["role"].get<std::string>()}, {"content", content}});
-  }
-  return std::nullopt;
-}
 
 int64_t Now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -382,10 +237,9 @@ void Api::Generate(const std::string& body, bool chat, httplib::Response& res) {
     if (!t.ok()) return SendError(res, BadParam("messages", t.status().message()));
     prompt = std::move(*t);
   } else {
-    json pr = b.value("prompt", json());
-    if (pr.is_array() && pr.size() == 1) pr = pr[0];
-    if (!pr.is_string()) return SendError(res, BadParam("prompt", "must be a string (or an array of one string)"));
-    prompt = tk.Encode(pr.get<std::string>(), tk.add_bos_default());
+    std::string text;
+    if (auto e = ParsePrompt(b, &text)) return SendError(res, *e);
+    prompt = tk.Encode(text, tk.add_bos_default());
   }
   if (prompt.empty()) {
     if (tk.bos() < 0) return SendError(res, BadParam(prompt_param, "is empty and the vocabulary has no BOS token"));
@@ -439,27 +293,18 @@ void Api::Generate(const std::string& body, bool chat, httplib::Response& res) {
 void Api::Tokenize(const std::string& body, httplib::Response& res) const {
   json b;
   if (auto e = ParseBody(body, &b)) return SendError(res, *e);
-  if (!b.contains("content") || !b["content"].is_string()) return SendError(res, BadParam("content", "must be a string"));
-  bool add_special = false;
-  if (Present(b, "add_special")) {
-    if (!b["add_special"].is_boolean()) return SendError(res, BadParam("add_special", "must be a boolean"));
-    add_special = b["add_special"].get<bool>();
-  }
+  TokenizeRequest r;
+  if (auto e = ParseTokenizeRequest(b, &r)) return SendError(res, *e);
   const tok::Tokenizer& tk = model_->tokenizer();
-  SendJson(res, {{"tokens", tk.Encode(b["content"].get<std::string>(), add_special && tk.add_bos_default())}});
+  SendJson(res, {{"tokens", tk.Encode(r.content, r.add_special && tk.add_bos_default())}});
 }
 
 void Api::Detokenize(const std::string& body, httplib::Response& res) const {
   json b;
   if (auto e = ParseBody(body, &b)) return SendError(res, *e);
   const tok::Tokenizer& tk = model_->tokenizer();
-  if (!b.contains("tokens") || !b["tokens"].is_array()) return SendError(res, BadParam("tokens", "must be an array of token ids"));
   std::vector<int32_t> ids;
-  for (const json& t : b["tokens"]) {
-    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= tk.vocab_size())
-      return SendError(res, BadParam("tokens", "must be token ids in [0, " + std::to_string(tk.vocab_size()) + ")"));
-    ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
-  }
+  if (auto e = ParseTokenIds(b, tk.vocab_size(), &ids)) return SendError(res, *e);
   SendJson(res, {{"content", tk.Decode(ids)}});
 }
 

@@ -281,7 +281,9 @@ void DecodePng(const uint8_t* data, size_t n, ImageCheck* out) {
     png_destroy_read_struct(&png, nullptr, nullptr);
     return;
   }
-  png_bytep row = nullptr;
+  // volatile: set after setjmp and read after libpng's longjmp, where a register copy would be stale (the
+  // row buffer leaked on every file whose rows fail to decode).
+  png_bytep volatile row = nullptr;
   if (setjmp(ctx.jump)) {
     std::free(row);
     png_destroy_read_struct(&png, &info, nullptr);

@@ -57,13 +57,14 @@ bool Undamaged(const Err& ed, char* msg) {
   return false;
 }
 
-// Plain C state only in these frames (setjmp).
+// Plain C state only in these frames (setjmp). What is set after setjmp and read after a longjmp is volatile:
+// a register copy would be stale there (the compressor and the row buffer leaked on every failed source).
 bool Transcode(const uint8_t* data, size_t n, unsigned char** out, unsigned long* out_n, char* msg) {
   jpeg_decompress_struct d;
   jpeg_compress_struct c;
   Err ed, ec;
   InitCodecs(&d, &c, &ed, &ec);
-  bool made_c = false;
+  volatile bool made_c = false;
   if (setjmp(ed.jump) || setjmp(ec.jump)) {
     std::snprintf(msg, JMSG_LENGTH_MAX, "%s", ed.msg[0] ? ed.msg : ec.msg);
     if (made_c) jpeg_destroy_compress(&c);
@@ -94,8 +95,8 @@ bool Resize(const uint8_t* data, size_t n, int64_t max_w, int64_t max_h, int qua
   jpeg_compress_struct c;
   Err ed, ec;
   InitCodecs(&d, &c, &ed, &ec);
-  bool made_c = false;
-  JSAMPROW row = nullptr;
+  volatile bool made_c = false;
+  JSAMPROW volatile row = nullptr;
   if (setjmp(ed.jump) || setjmp(ec.jump)) {
     std::snprintf(msg, JMSG_LENGTH_MAX, "%s", ed.msg[0] ? ed.msg : ec.msg);
     std::free(row);
@@ -126,9 +127,10 @@ bool Resize(const uint8_t* data, size_t n, int64_t max_w, int64_t max_h, int qua
   jpeg_mem_dest(&c, out, out_n);
   jpeg_start_compress(&c, TRUE);
   row = static_cast<JSAMPROW>(std::malloc(static_cast<size_t>(d.output_width) * d.output_components));
+  JSAMPROW line = row;
   while (d.output_scanline < d.output_height) {
-    jpeg_read_scanlines(&d, &row, 1);
-    jpeg_write_scanlines(&c, &row, 1);
+    jpeg_read_scanlines(&d, &line, 1);
+    jpeg_write_scanlines(&c, &line, 1);
   }
   std::free(row);
   row = nullptr;

@@ -47,8 +47,11 @@ Result<HwDecoder> LoadHwDecoder(const std::string& path) {
   if (!in) return NotFound(path + ": cannot open target profile");
   json j = json::parse(in, nullptr, false);
   if (j.is_discarded()) return Corrupt(path + ": not valid JSON");
+  if (!j.is_object()) return Corrupt(path + ": a target profile must be a JSON object");
   HwDecoder hw;
-  hw.target = j.value("name", j.value("target", path));
+  // "name", else "target", else the file: only string values (json::value throws on any other type).
+  auto str = [&j](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
+  hw.target = !str("name").empty() ? str("name") : !str("target").empty() ? str("target") : path;
   if (!j.contains("image_decoder"))
     return InvalidArgument(path + ": no \"image_decoder\" key (the profile does not describe a hardware image decoder)");
   const json& d = j["image_decoder"];

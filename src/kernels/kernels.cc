@@ -7,6 +7,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include "kernels/internal.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
@@ -125,14 +129,25 @@ const char* IsaName(Isa isa) {
   return "?";
 }
 
+#if defined(__x86_64__)
+// clang 14 (the fuzz build's compiler, fuzz/) knows no "f16c" in __builtin_cpu_supports: CPUID leaf 1, ECX.
+static bool HasF16c() {
+#if defined(__clang__) && __clang_major__ < 15
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+#else
+  return __builtin_cpu_supports("f16c");
+#endif
+}
+#endif
+
 bool IsaAvailable(Isa isa) {
   switch (isa) {
     case Isa::kRef: return true;
 #if defined(__x86_64__)
     // __builtin_cpu_supports also checks that the OS saves the YMM/ZMM state (XCR0).
     case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && HasF16c();
     case Isa::kAvx512:
       return IsaAvailable(Isa::kAvx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "scan/onnx_model.h"
+#include "scan/scanner.h"
 
 namespace fs = std::filesystem;
 using namespace edgedecode;
@@ -142,4 +143,21 @@ TEST(ScanBroken, CliExitCodes) {
   EXPECT_EQ(RunScan({mnist, "--target", targets + "hexagon-htp.json", "--json", json, "--csv", csv}), 0);
   EXPECT_NE(ReadAll(json).find("\"verdict\""), std::string::npos);
   EXPECT_NE(ReadAll(csv).find("Convolution28,Conv"), std::string::npos);
+}
+
+// A profile whose constraints have the wrong JSON types is refused at load, naming the field (the scan read
+// them as strings/integers/booleans and threw out of the library).
+TEST(ScanBroken, ProfileFieldTypes) {
+  for (const auto& [text, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"ops": {"ai.onnx": {"Conv": {"dtypes": [1]}}}})", "ops.ai.onnx.Conv.dtypes"},
+           {R"({"defaults": {"static_shapes": 1}, "ops": {}})", "defaults.static_shapes"},
+           {R"({"ops": {"ai.onnx": {"Pad": {"max_batch": "1"}}}})", "ops.ai.onnx.Pad.max_batch"},
+           {R"({"ops": {"ai.onnx": {"Conv": {"attr_range": {"strides": [1]}}}}})", "ops.ai.onnx.Conv.attr_range.strides"},
+           {R"({"ops": {"ai.onnx": {"Resize": {"const_inputs": [-1]}}}})", "ops.ai.onnx.Resize.const_inputs"},
+           {R"({"ops": {}, "llm": {"matmul_types": "q4_0"}})", "llm.matmul_types"}}) {
+    auto p = Profile::FromJson(nlohmann::json::parse(text), "t.json");
+    ASSERT_FALSE(p.ok()) << text;
+    EXPECT_EQ(p.status().code(), StatusCode::kCorrupt);
+    EXPECT_NE(p.status().message().find(field), std::string::npos) << p.status().message();
+  }
 }

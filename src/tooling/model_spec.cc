@@ -38,7 +38,10 @@ Status ModelShape::Validate() const {
     return InvalidArgument("llama3 rope scaling needs 0 < rope_low_freq_factor < rope_high_freq_factor and "
                            "rope_orig_context > 0");
   if (n_heads % n_kv_heads != 0) return InvalidArgument("n_heads must be a multiple of n_kv_heads");
-  if (dim > (1 << 20) || ffn > (1 << 22) || vocab > (1 << 24) || n_layers > 1024)
+  // n_heads bounds the attention width with an explicit head_dim (dim does not then): n_heads * head_dim
+  // must not overflow in ModelTensors.
+  if (dim > (1 << 20) || ffn > (1 << 22) || vocab > (1 << 24) || n_layers > 1024 || n_heads > (1 << 16) ||
+      n_heads * head_dim() > (1 << 20))
     return InvalidArgument("model shape is absurdly large");
   if (!(rope_base > 0) || !(rms_eps > 0)) return InvalidArgument("rope_base and rms_eps must be positive");
   return Status::Ok();

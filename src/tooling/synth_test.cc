@@ -155,6 +155,10 @@ TEST(Synth, BadConfig) {
   EXPECT_FALSE(ShapeFromJson("{\"dim\": 100, \"n_heads\": 3}", "x.json").ok());
   EXPECT_FALSE(ShapeFromJson("{\"dimm\": 256}", "x.json").ok());
   EXPECT_FALSE(ShapeFromJson("[1,2", "x.json").ok());
+  // n_heads with an explicit head_dim is bounded too (n_heads * head_dim overflowed in ModelTensors).
+  auto huge = ShapeFromJson("{\"n_heads\": 4611686018427387904, \"n_kv_heads\": 1, \"head_dim\": 2}", "x.json");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("absurdly large"), std::string::npos) << huge.status().message();
   auto s = ShapeFromJson("{\"preset\": \"qwen2-tiny\", \"n_layers\": 2}", "x.json");
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->n_layers, 2);

@@ -1,0 +1,86 @@
+// serve's request-body validation (cli/serve_request.h) without a model: every bad field is a 400 that names
+// it, good bodies give their parameters.
+#include "cli/serve_request.h"
+
+#include <gtest/gtest.h>
+
+namespace edgedecode::cli::serve {
+namespace {
+
+using nlohmann::json;
+
+json Body(const std::string& text) {
+  json b;
+  EXPECT_FALSE(ParseBody(text, &b)) << text;
+  return b;
+}
+
+TEST(ServeRequest, BodyMustBeAJsonObject) {
+  json b;
+  auto e = ParseBody("{\"messages\": [", &b);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, 400);
+  EXPECT_EQ(e->code, "invalid_json");
+  e = ParseBody("[1, 2]", &b);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "the request body must be a JSON object");
+}
+
+TEST(ServeRequest, GenerationParameters) {
+  GenParams p;
+  ASSERT_FALSE(ParseGenParams(Body(R"({"max_tokens": 7, "temperature": 0.5, "top_p": 0, "top_k": 3, "seed": 9,
+                                       "stop": ["a", "b"], "stream": true, "stream_options": {"include_usage": true}})"), &p));
+  EXPECT_EQ(p.max_tokens, 7);
+  EXPECT_EQ(p.sampling.temperature, 0.0f);  // top_p 0: greedy
+  EXPECT_EQ(p.sampling.top_k, 3);
+  EXPECT_EQ(p.sampling.seed, 9u);
+  EXPECT_EQ(p.stops, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(p.stream && p.include_usage);
+}
+
+TEST(ServeRequest, EachBadFieldIsNamed) {
+  for (const auto& [body, param] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"n": 2})", "n"},
+           {R"({"max_tokens": 0})", "max_tokens"},
+           {R"({"temperature": "hot"})", "temperature"},
+           {R"({"top_p": 1.5})", "top_p"},
+           {R"({"top_k": -1})", "top_k"},
+           {R"({"stop": [1]})", "stop"},
+           {R"({"stream": 1})", "stream"},
+           {R"({"stream_options": {"include_usage": "yes"}})", "stream_options.include_usage"},
+           {R"({"ignore_eos": null, "seed": 1.5})", "seed"}}) {
+    GenParams p;
+    auto e = ParseGenParams(Body(body), &p);
+    ASSERT_TRUE(e) << body;
+    EXPECT_EQ(e->param, param) << body;
+    EXPECT_EQ(e->status, 400);
+    EXPECT_EQ(ErrorObject(*e)["param"], param);
+  }
+}
+
+TEST(ServeRequest, MessagesPromptAndTokens) {
+  nlohmann::ordered_json m;
+  ASSERT_FALSE(ParseMessages(Body(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"},
+                                                                                 {"type": "text", "text": "b"}]}]})"), &m));
+  EXPECT_EQ(m[0]["content"], "ab");
+  auto e = ParseMessages(Body(R"({"messages": [{"role": "user", "content": 5}]})"), &m);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "messages[0].content");
+  std::string prompt;
+  ASSERT_FALSE(ParsePrompt(Body(R"({"prompt": ["once"]})"), &prompt));
+  EXPECT_EQ(prompt, "once");
+  EXPECT_TRUE(ParsePrompt(Body(R"({"prompt": ["a", "b"]})"), &prompt));
+  std::vector<int32_t> ids;
+  ASSERT_FALSE(ParseTokenIds(Body(R"({"tokens": [0, 511]})"), 512, &ids));
+  EXPECT_EQ(ids, (std::vector<int32_t>{0, 511}));
+  e = ParseTokenIds(Body(R"({"tokens": [512]})"), 512, &ids);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "tokens: must be token ids in [0, 512)");
+  TokenizeRequest t;
+  e = ParseTokenizeRequest(Body(R"({"content": "x", "add_special": 1})"), &t);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "add_special");
+}
+
+}  // namespace
+}  // namespace edgedecode::cli::serve
