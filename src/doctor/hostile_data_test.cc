@@ -71,7 +71,7 @@ TEST(HostileData, SpecialEntriesInTheTreeEachGetAFindingAndNothingBlocks) {
   opt.jobs = 2;
   auto r = RunBounded([&] { return CheckTreeListed(opt); });
   close(sock);
-  ASSERT_TRUE(r.ok) << r.how << ": " << r.out;
+  ASSERT_TRUE(r.ok()) << r.how() << ": " << r.out;
   EXPECT_NE(r.out.find("labels/pipe.txt not-a-regular-file a FIFO (named pipe)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("sock not-a-regular-file a socket"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("img/gone.jpg dangling-symlink a symlink to a missing target (missing.jpg)"), std::string::npos) << r.out;
@@ -107,7 +107,7 @@ TEST(HostileData, FifoWhereAFileIsExpectedIsRefusedWithoutBlocking) {
     auto h = Sha256File(t / "model.gguf");
     return "verify: " + st.message() + "\nmodel: " + Listed(m.findings) + "hash: " + h.status().message() + "\n";
   }, testing::kTestAddressSpace, 60);
-  ASSERT_TRUE(r.ok) << r.how << " (a FIFO blocked?): " << r.out;
+  ASSERT_TRUE(r.ok()) << r.how() << " (a FIFO blocked?): " << r.out;
   EXPECT_NE(r.out.find("verify: " + (t / "list.sha256") + ": cannot read the manifest (is a FIFO"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("model-unreadable " + (t / "model.gguf") + ": is a FIFO"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("hash: " + (t / "model.gguf") + ": is a FIFO"), std::string::npos) << r.out;
@@ -130,7 +130,7 @@ TEST(HostileData, FilesLargerThanTheReadLimitAreNotReadWhole) {
   opt.root = t.path;
   opt.jobs = 2;
   auto r = RunBounded([&] { return CheckTreeListed(opt); });
-  ASSERT_TRUE(r.ok) << r.how << ": " << r.out;
+  ASSERT_TRUE(r.ok()) << r.how() << ": " << r.out;
   EXPECT_NE(r.out.find("big.jpg too-large 3221225472 bytes of jpeg, over the limit of 1073741824 bytes read whole for a decode"),
             std::string::npos) << r.out;
   EXPECT_NE(r.out.find("big.txt too-large " + std::to_string(kMaxTextReadBytes + 1)), std::string::npos) << r.out;
@@ -149,7 +149,7 @@ TEST(HostileData, LargeFilesAreHashedStreaming) {
     if (!rep.ok()) return "error: " + rep.status().message();
     return rep.value().files.at(0).sha256 + "\n" + Listed(rep.value());
   });
-  ASSERT_TRUE(r.ok) << r.how << ": " << r.out;
+  ASSERT_TRUE(r.ok()) << r.how() << ": " << r.out;
   // The same digest as hashing the file by the streaming hasher in this process.
   auto want = Sha256File(t / "big.jpg");
   ASSERT_TRUE(want.ok());
@@ -175,7 +175,7 @@ TEST(HostileData, NamesThatAreNotUtf8KeepTheReportsValid) {
     std::fflush(stdout);
     return std::to_string(rc);
   });
-  ASSERT_TRUE(r.ok) << r.how << ": " << r.out;
+  ASSERT_TRUE(r.ok()) << r.how() << ": " << r.out;
   EXPECT_EQ(r.out, "1");
   std::ifstream in(json_path);
   nlohmann::json j;
@@ -238,7 +238,7 @@ TEST(HostileOci, SharedNestedIndexesAreWalkedAndHashedOnce) {
     OciReport rep = CheckOciLayout(t.path);
     return std::to_string(rep.blobs_checked) + " " + std::to_string(rep.manifests) + "\n" + Listed(rep.findings);
   }, testing::kTestAddressSpace, 120);
-  ASSERT_TRUE(r.ok) << r.how << ": " << r.out.substr(0, 2000);
+  ASSERT_TRUE(r.ok()) << r.how() << ": " << r.out.substr(0, 2000);
   EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "8 1") << r.out.substr(0, 2000);  // 5 indexes + manifest, config, layer
 }
 
@@ -258,7 +258,7 @@ TEST(HostileOci, AnIndexThatReferencesItselfIsACycleFinding) {
   top["size"] = body.size();
   Layout(t.path, IndexOf({top}).dump());
   auto r = RunBounded([&] { return Listed(CheckOciLayout(t.path).findings); }, testing::kTestAddressSpace, 60);
-  ASSERT_TRUE(r.ok) << r.how << ": " << r.out;
+  ASSERT_TRUE(r.ok()) << r.how() << ": " << r.out;
   EXPECT_NE(r.out.find("manifest-invalid index cycle: sha512:" + hex + " references itself"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("nesting deeper"), std::string::npos) << r.out;
 }
@@ -272,7 +272,7 @@ TEST(HostileOci, JsonNestedAMillionDeepIsRefusedWithAClearFinding) {
   auto r = RunBounded([&] {
     return Listed(CheckOciLayout(t.path).findings) + "referrers: " + ClassifyReferrersResponse(t / "reply.json").message;
   });
-  ASSERT_TRUE(r.ok) << r.how << ": " << r.out.substr(0, 2000);
+  ASSERT_TRUE(r.ok()) << r.how() << ": " << r.out.substr(0, 2000);
   EXPECT_NE(r.out.find("index.json index-invalid index.json nests arrays/objects more than 256 levels deep"),
             std::string::npos) << r.out.substr(0, 2000);
   EXPECT_NE(r.out.find("referrers: the body nests arrays/objects more than 256 levels deep"), std::string::npos)
@@ -307,7 +307,7 @@ TEST(HostileText, MillionsOfInvalidSequencesStayBoundedAndCounted) {
     Conversion c = ConvertToUtf8(reinterpret_cast<const uint8_t*>(s.data()), s.size(), "UTF-8", 0);
     return std::to_string(c.bad.size()) + " " + std::to_string(c.BadCount()) + " " + std::to_string(c.bad_tail.lines);
   });
-  ASSERT_TRUE(r.ok) << r.how << ": " << r.out;
+  ASSERT_TRUE(r.ok()) << r.how() << ": " << r.out;
   EXPECT_EQ(r.out, std::to_string(kMaxFindingsPerCode) + " " + std::to_string(bad) + " " +
                        std::to_string(bad / 64 + 1))  // every line: line 1's 21st on are counted too
       << r.out;
@@ -370,7 +370,7 @@ TEST(HostileData, FixNeverRewritesAJpegOverTheSizeLimit) {
     for (const std::string& l : WriteFixes(rep.value(), out.path)) log += l + "\n";
     return log + Listed(rep.value());
   });
-  ASSERT_TRUE(r.ok) << r.how << ": " << r.out;
+  ASSERT_TRUE(r.ok()) << r.how() << ": " << r.out;
   EXPECT_NE(r.out.find("huge.jpg: REFUSED to rewrite for the target (unsupported-variant: image too large"), std::string::npos)
       << r.out;
   EXPECT_FALSE(fs::exists(out / "huge.jpg"));

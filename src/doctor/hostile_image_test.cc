@@ -44,7 +44,7 @@ std::string Listed(const ImageCheck& c) {
 // CheckImage in a bounded child; its findings as Listed() gives them.
 std::string CheckBounded(Format f, const Bytes& b) {
   auto r = RunBounded([&] { return Listed(CheckImage(f, b.data(), b.size())); });
-  EXPECT_TRUE(r.ok) << "the check died (" << r.how << "): " << r.out;
+  EXPECT_TRUE(r.ok()) << "the check died (" << r.how() << "): " << r.out;
   return r.out;
 }
 

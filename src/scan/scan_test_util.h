@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "base/child_limit.h"
+
 namespace edgedecode::scan::scantest {
 
 inline std::string TestDir(const std::string& name) {
@@ -105,45 +107,11 @@ class ModelBuilder {
   onnx::ModelProto m_;
 };
 
-// Whether this build runs under AddressSanitizer (RLIMIT_AS cannot work there: its shadow memory alone
-// reserves terabytes of address space).
-constexpr bool UnderAsan() {
-#if defined(__SANITIZE_ADDRESS__)
-  return true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  return true;
-#else
-  return false;
-#endif
-#else
-  return false;
-#endif
-}
-
-struct ChildResult {
-  bool exited = false;  // false: killed by a signal (a crash, or the alarm)
-  int code = -1;        // exit code, or the signal number
-};
-
-// Runs `fn` in a child process under RLIMIT_AS = `limit` bytes (not under ASan) and an alarm of
-// `seconds`; the child exits with fn's return value.
-inline ChildResult RunLimited(const std::function<int()>& fn, rlim_t limit, unsigned seconds = 120) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    if (!UnderAsan()) {
-      struct rlimit rl{limit, limit};
-      ::setrlimit(RLIMIT_AS, &rl);
-    }
-    ::alarm(seconds);
-    ::_exit(fn());
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  ChildResult r;
-  r.exited = WIFEXITED(status);
-  r.code = r.exited ? WEXITSTATUS(status) : WTERMSIG(status);
-  return r;
+// Hostile-model tests run in a child under RLIMIT_AS and an alarm: base/child_limit.h.
+using testing_util::ChildResult;
+inline bool UnderAsan() { return !testing_util::MemoryLimitApplies(); }
+inline ChildResult RunLimited(const std::function<int()>& fn, uint64_t limit, unsigned seconds = 120) {
+  return testing_util::RunInChild([&](std::string*) { return fn(); }, limit, seconds);
 }
 
 }  // namespace edgedecode::scan::scantest
