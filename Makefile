@@ -42,7 +42,7 @@ fuzz: setup
 FUZZ_CI_SECONDS ?= 20
 test-fuzz: setup
 	@JOBS=$(JOBS) bash fuzz/fuzz.sh build $(FUZZ_BUILD)
-	@FUZZ_QUICK=1 FUZZ_SECONDS=$(FUZZ_CI_SECONDS) bash fuzz/fuzz.sh run $(FUZZ_BUILD)
+	@FUZZ_QUICK=1 FUZZ_SEED=1 FUZZ_SECONDS=$(FUZZ_CI_SECONDS) bash fuzz/fuzz.sh run $(FUZZ_BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

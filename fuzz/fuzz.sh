@@ -8,7 +8,8 @@
 #       the harnesses and the libraries they need, nothing else (JOBS parallel jobs).
 #   fuzz.sh run DIR [HARNESS...]
 #       libFuzzer campaign over the harnesses built in DIR, one after the other, each for FUZZ_SECONDS
-#       (default 15) with -rss_limit_mb=FUZZ_RSS_MB (2048) and -timeout=FUZZ_TIMEOUT (10 s per input).
+#       (default 15) with -rss_limit_mb=FUZZ_RSS_MB (2048), -timeout=FUZZ_TIMEOUT (10 s per input) and
+#       -seed=FUZZ_SEED (0: a new one each run; the CI campaign fixes it so that a red run can be replayed).
 #       The corpus grows in DIR/corpus/<harness>/ (seeds copied in first), crashers are written to
 #       DIR/crashes/<harness>/, logs to DIR/logs/. FUZZ_QUICK=1 leaves out the seed lines marked "slow"
 #       (the short CI campaign). Prints a table; exits 1 if any harness found a crash, hang, leak or OOM.
@@ -83,7 +84,7 @@ campaign() {
     [[ -e "$dst" ]] || cp -r "$p" "$dst"
   done < <(seed_paths "$h" "$testdata")
   local opts=(-max_total_time="${FUZZ_SECONDS:-15}" -rss_limit_mb="${FUZZ_RSS_MB:-2048}" -timeout="${FUZZ_TIMEOUT:-10}"
-              -artifact_prefix="$crashes/" -print_final_stats=1)
+              -seed="${FUZZ_SEED:-0}" -artifact_prefix="$crashes/" -print_final_stats=1)
   [[ -f "$here/dicts/$h.dict" ]] && opts+=(-dict="$here/dicts/$h.dict")
   local before after t0=$SECONDS rc=0
   before=$(find "$crashes" -type f ! -name 'slow-unit-*' | wc -l)
