@@ -223,7 +223,17 @@ struct PngCtx {
   bool eof;
   jmp_buf jump;
   ImageCheck* out;
+  size_t alloc_cap;  // PngMalloc refuses larger blocks
 };
+
+// Every allocation libpng makes goes through here. It sizes an ancillary chunk's buffer (zTXt, iCCP, ...) by
+// the length its header claims, before reading it (a 38 KB file claimed a 2 GB zTXt chunk): a block over the
+// cap fails, and libpng reports it as an error of the file.
+png_voidp PngMalloc(png_structp png, png_alloc_size_t size) {
+  const auto* ctx = static_cast<const PngCtx*>(png_get_mem_ptr(png));
+  return size > ctx->alloc_cap ? nullptr : std::malloc(size);
+}
+void PngFree(png_structp, png_voidp p) { std::free(p); }
 
 void PngRead(png_structp png, png_bytep dst, png_size_t len) {
   auto* ctx = static_cast<PngCtx*>(png_get_io_ptr(png));
@@ -263,7 +273,8 @@ void PngWarn(png_structp png, png_const_charp msg) {
 }
 
 void DecodePng(const uint8_t* data, size_t n, ImageCheck* out) {
-  PngCtx ctx{data, n, 0, false, {}, out};
+  // No chunk is larger than the file; row buffers and zlib's state stay far below 64 MiB.
+  PngCtx ctx{data, n, 0, false, {}, out, std::max<size_t>(size_t{64} << 20, 2 * n)};
   if (n < 8 || png_sig_cmp(data, 0, 8) != 0) {
     size_t bad = 0;
     static const uint8_t kSig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
@@ -274,7 +285,7 @@ void DecodePng(const uint8_t* data, size_t n, ImageCheck* out) {
                                  static_cast<int64_t>(bad)));
     return;
   }
-  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &ctx, PngError, PngWarn);
+  png_structp png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, &ctx, PngError, PngWarn, &ctx, PngMalloc, PngFree);
   png_infop info = png ? png_create_info_struct(png) : nullptr;
   if (!info) {
     out->findings.push_back(Make(FindingCode::kCorrupt, "libpng: out of memory"));
@@ -291,10 +302,6 @@ void DecodePng(const uint8_t* data, size_t n, ImageCheck* out) {
   }
   png_set_read_fn(png, &ctx, PngRead);
   png_set_crc_action(png, PNG_CRC_ERROR_QUIT, PNG_CRC_WARN_DISCARD);
-  // libpng allocates an ancillary chunk (zTXt, iCCP, ...) at the length its header claims, and its
-  // decompressed text up to this limit: no larger than the file itself, or 8 MiB for small files (a
-  // 38 KB file claimed a 2 GB zTXt chunk).
-  png_set_chunk_malloc_max(png, std::max<png_alloc_size_t>(png_alloc_size_t{8} << 20, n));
   png_read_info(png, info);
   out->info.width = png_get_image_width(png, info);
   out->info.height = png_get_image_height(png, info);
