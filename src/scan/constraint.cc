@@ -25,14 +25,21 @@ Result<int64_t> Int(const nlohmann::json& v, const std::string& where, const std
   return x;
 }
 
-Result<std::vector<std::string>> Strings(const nlohmann::json& v, const std::string& where, const std::string& key) {
-  if (!v.is_array()) return Wrong(where, key, "an array of strings", v);
-  std::vector<std::string> out;
+// An array whose every element passes `is` (described as `element` in the error), read as T.
+template <typename T>
+Result<std::vector<T>> ArrayOf(const nlohmann::json& v, const std::string& where, const std::string& key,
+                               bool (nlohmann::json::*is)() const noexcept, const char* array, const char* element) {
+  if (!v.is_array()) return Wrong(where, key, array, v);
+  std::vector<T> out;
   for (size_t i = 0; i < v.size(); ++i) {
-    if (!v[i].is_string()) return Wrong(where, key + "[" + std::to_string(i) + "]", "a string", v[i]);
-    out.push_back(v[i].get<std::string>());
+    if (!(v[i].*is)()) return Wrong(where, key + "[" + std::to_string(i) + "]", element, v[i]);
+    out.push_back(v[i].get<T>());
   }
   return out;
+}
+
+Result<std::vector<std::string>> Strings(const nlohmann::json& v, const std::string& where, const std::string& key) {
+  return ArrayOf<std::string>(v, where, key, &nlohmann::json::is_string, "an array of strings", "a string");
 }
 
 Result<IntRange> Range(const nlohmann::json& v, const std::string& where, const std::string& key) {
@@ -126,13 +133,7 @@ Result<Constraint> ParseConstraint(const nlohmann::json& j, const std::string& w
       } else return Wrong(where, key, "an object or an array of objects", v);
       c.input_values = alts;
     } else if (key == "scale_values") {
-      if (!v.is_array()) return Wrong(where, key, "an array of numbers", v);
-      std::vector<double> s;
-      for (size_t i = 0; i < v.size(); ++i) {
-        if (!v[i].is_number()) return Wrong(where, key + "[" + std::to_string(i) + "]", "a number", v[i]);
-        s.push_back(v[i].get<double>());
-      }
-      c.scale_values = s;
+      ED_ASSIGN_OR_RETURN(c.scale_values, ArrayOf<double>(v, where, key, &nlohmann::json::is_number, "an array of numbers", "a number"));
     } else if (key == "scale_range") {
       if (!v.is_array() || v.size() != 2 || !v[0].is_number() || !v[1].is_number() || v[0].get<double>() > v[1].get<double>())
         return Wrong(where, key, "[min, max] (two numbers, min <= max)", v);
@@ -143,13 +144,7 @@ Result<Constraint> ParseConstraint(const nlohmann::json& j, const std::string& w
         if (!kBroadcast.count(k)) return Corrupt(where + ".broadcast: unknown rule '" + k + "' (layer, channel, element, other)");
       c.broadcast = kinds;
     } else if (key == "pad_axes") {
-      if (!v.is_array()) return Wrong(where, key, "an array of axis indices", v);
-      std::vector<int64_t> axes;
-      for (size_t i = 0; i < v.size(); ++i) {
-        if (!v[i].is_number_integer()) return Wrong(where, key + "[" + std::to_string(i) + "]", "an integer", v[i]);
-        axes.push_back(v[i].get<int64_t>());
-      }
-      c.pad_axes = axes;
+      ED_ASSIGN_OR_RETURN(c.pad_axes, ArrayOf<int64_t>(v, where, key, &nlohmann::json::is_number_integer, "an array of axis indices", "an integer"));
     } else if (key == "cases" && allow_cases) {
       if (!v.is_array()) return Wrong(where, key, "an array of {\"when\": {...}, constraint keys...}", v);
       std::vector<Case> cases;
