@@ -322,6 +322,86 @@ Status SortNodesTopologically(onnx::ModelProto* model, const std::string& path, 
   return st;
 }
 
+namespace {
+
+// The names that have a type in one graph's own scope: its inputs and outputs declared with a type, its
+// value_info entries with a type, its initializers.
+std::unordered_set<std::string> TypedNames(const onnx::GraphProto& g) {
+  std::unordered_set<std::string> typed;
+  for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
+    for (const auto& vi : *list)
+      if (vi.has_type()) typed.insert(vi.name());
+  for (const auto& t : g.initializer()) typed.insert(t.name());
+  for (const auto& t : g.sparse_initializer()) typed.insert(t.values().name());
+  return typed;
+}
+
+bool IsShapeOp(const onnx::NodeProto& n) {
+  return n.op_type() == "Shape" && (n.domain().empty() || n.domain() == "ai.onnx");
+}
+
+}  // namespace
+
+bool ContainsShapeOp(const onnx::ModelProto& model) {
+  bool found = false;
+  ForEachGraphConst(model, [&](const onnx::GraphProto& g) {
+    for (const auto& n : g.node()) found = found || IsShapeOp(n);
+  });
+  return found;
+}
+
+std::vector<std::string> AddTypePlaceholders(onnx::ModelProto* model) {
+  // Graphs with the index of their enclosing scope (-1: the main graph); a name is typed when its own
+  // graph or an enclosing one types it. Explicit stack: bodies nest as deep as the file says.
+  struct Scope {
+    onnx::GraphProto* graph;
+    int parent;
+    std::unordered_set<std::string> typed;
+  };
+  std::vector<Scope> scopes;
+  std::vector<std::pair<onnx::GraphProto*, int>> stack = {{model->mutable_graph(), -1}};
+  std::vector<std::string> added;
+  while (!stack.empty()) {
+    auto [g, parent] = stack.back();
+    stack.pop_back();
+    const int self = static_cast<int>(scopes.size());
+    scopes.push_back(Scope{g, parent, TypedNames(*g)});
+    auto typed_here = [&](const std::string& name) {
+      for (int s = self; s >= 0; s = scopes[s].parent)
+        if (scopes[s].typed.count(name)) return true;
+      return false;
+    };
+    for (int i = 0; i < g->node_size(); ++i) {
+      auto& n = *g->mutable_node(i);
+      if (IsShapeOp(n) && n.input_size() > 0 && !n.input(0).empty() && !typed_here(n.input(0))) {
+        onnx::ValueInfoProto* vi = g->add_value_info();
+        vi->set_name(n.input(0));
+        vi->mutable_type();  // present and empty: "a value of unknown type"
+        scopes[self].typed.insert(n.input(0));
+        added.push_back(n.input(0));
+      }
+      for (int k = 0; k < n.attribute_size(); ++k) {
+        auto& a = *n.mutable_attribute(k);
+        if (a.has_g()) stack.push_back({a.mutable_g(), self});
+        for (int j = 0; j < a.graphs_size(); ++j) stack.push_back({a.mutable_graphs(j), self});
+      }
+    }
+  }
+  return added;
+}
+
+void RemoveTypePlaceholders(onnx::ModelProto* model, const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  const std::unordered_set<std::string> placeholders(names.begin(), names.end());
+  ForEachGraph(model->mutable_graph(), [&](onnx::GraphProto* g) {
+    auto* vis = g->mutable_value_info();
+    auto still_empty = [&](const onnx::ValueInfoProto& vi) {
+      return placeholders.count(vi.name()) && vi.type().value_case() == onnx::TypeProto::VALUE_NOT_SET;
+    };
+    vis->erase(std::remove_if(vis->begin(), vis->end(), still_empty), vis->end());
+  });
+}
+
 std::optional<std::vector<double>> TensorValues(const onnx::TensorProto& t, int64_t max_elements) {
   using T = onnx::TensorProto;
   if (t.data_location() == T::EXTERNAL) return std::nullopt;

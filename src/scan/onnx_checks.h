@@ -33,6 +33,16 @@ Status CheckTensors(const onnx::ModelProto& model, const std::string& path);
 // file lists a consumer before its producer; sets *reordered. kCorrupt on a cycle, naming a node in it.
 Status SortNodesTopologically(onnx::ModelProto* model, const std::string& path, bool* reordered);
 
+// libonnx 1.12's data propagation for Shape (opset 15 and later) reads its input's type without checking
+// that there is one, and crashes on a Shape that reads a value of unknown type: a custom operator's
+// output, a graph input declared without a type, a name nothing defines. AddTypePlaceholders gives each
+// such value an empty type ("unknown") in the graph of the Shape that reads it, for the inference pass
+// with data propagation, and returns their names; RemoveTypePlaceholders takes out those still empty
+// after it (one the pass filled in stays), so that nothing of them reaches a rewritten model.
+bool ContainsShapeOp(const onnx::ModelProto& model);
+std::vector<std::string> AddTypePlaceholders(onnx::ModelProto* model);
+void RemoveTypePlaceholders(onnx::ModelProto* model, const std::vector<std::string>& names);
+
 // n * m, a + b without overflow; nullopt when the result does not fit in int64.
 std::optional<int64_t> CheckedMul(int64_t a, int64_t b);
 std::optional<int64_t> CheckedAdd(int64_t a, int64_t b);

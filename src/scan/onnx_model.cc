@@ -225,22 +225,43 @@ Status FixInputShapes(onnx::ModelProto* model, const InputShapes& shapes) {
   return Status::Ok();
 }
 
-void InferShapes(onnx::ModelProto* model, std::vector<std::string>* warnings) {
-  // libonnx throws on merge conflicts; retry without the file's value_info.
-  onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
+namespace {
+
+// One libonnx inference pass. libonnx throws on merge conflicts: the model is restored, and with
+// `retry_without_value_info` inferred again without the file's value_info.
+void RunInference(onnx::ModelProto* model, bool data_prop, bool retry_without_value_info, const char* what,
+                  std::vector<std::string>* warnings) {
+  onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0, data_prop);
   onnx::ModelProto backup = *model;
   try {
     onnx::shape_inference::InferShapes(*model, onnx::OpSchemaRegistry::Instance(), opts);
   } catch (const std::exception& e) {
-    warnings->push_back(std::string("shape inference stopped: ") + e.what());
-    *model = backup;
+    warnings->push_back(std::string(what) + " stopped: " + e.what());
+    *model = std::move(backup);
+    if (!retry_without_value_info) return;
     model->mutable_graph()->clear_value_info();
     try {
       onnx::shape_inference::InferShapes(*model, onnx::OpSchemaRegistry::Instance(), opts);
     } catch (const std::exception& e2) {
-      warnings->push_back(std::string("shape inference (retry) stopped: ") + e2.what());
+      warnings->push_back(std::string(what) + " (retry) stopped: " + e2.what());
     }
   }
+}
+
+}  // namespace
+
+// With data propagation (shape values through Shape, Gather, Concat... into Reshape and Expand). Where a
+// Shape reads values, types and shapes are inferred first, without it, so that every value a Shape reads
+// can be given a type before the pass with it (onnx_checks.h says why); one pass where there is no Shape.
+void InferShapes(onnx::ModelProto* model, std::vector<std::string>* warnings) {
+  if (!ContainsShapeOp(*model)) {
+    RunInference(model, /*data_prop=*/true, /*retry_without_value_info=*/true, "shape inference", warnings);
+    return;
+  }
+  RunInference(model, /*data_prop=*/false, /*retry_without_value_info=*/true, "shape inference", warnings);
+  const std::vector<std::string> placeholders = AddTypePlaceholders(model);
+  RunInference(model, /*data_prop=*/true, /*retry_without_value_info=*/false, "shape value propagation", warnings);
+  RemoveTypePlaceholders(model, placeholders);
 }
 
 Result<std::unique_ptr<OnnxModel>> OnnxModel::Load(const std::string& path, const InputShapes& shapes) {

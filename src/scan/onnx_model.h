@@ -144,7 +144,8 @@ Result<std::unique_ptr<onnx::ModelProto>> ReadModelProto(const std::string& path
 // Writes `shapes` into the named graph inputs (replacing their dims), then drops the
 // value_info and graph-output shapes that would be stale. kInvalidArgument names the input.
 Status FixInputShapes(onnx::ModelProto* model, const InputShapes& shapes);
-// libonnx shape inference with data propagation, in place; retried without value_info on a conflict.
+// libonnx shape inference, in place: types and shapes, then shape values (data propagation); the first
+// pass is retried without value_info on a conflict.
 // Non-fatal problems are appended to `warnings`.
 void InferShapes(onnx::ModelProto* model, std::vector<std::string>* warnings);
 

@@ -430,3 +430,70 @@ TEST(ScanHostile, ZeroAndHugeConstantsReachingShapeInference) {
     EXPECT_EQ(r.code, 0) << name;
   }
 }
+
+// libonnx 1.12 crashes propagating Shape's value (opset 15 and later) when its input has no type: a custom
+// operator's output, an input declared without one, a name nothing defines, the same inside an If branch.
+// Each loads (or is refused by name) in a child, shape values still reach Reshape, and no placeholder type
+// is left in the model.
+TEST(ScanHostile, ShapeOfValueWithoutTypeAtOpset15) {
+  auto custom = [](ModelBuilder& b, const std::string& out) {
+    b.Node("VendorOp", {"x"}, {out})->set_domain("com.vendor");
+    auto* os = b.model().add_opset_import();
+    os->set_domain("com.vendor");
+    os->set_version(1);
+  };
+  auto shape_of = [](ModelBuilder& b, const std::string& in, const std::string& out) {
+    auto* n = b.Node("Shape", {in}, {out});
+    ModelBuilder::Int(n, "start", -2);
+  };
+  std::vector<std::pair<std::string, std::function<void(ModelBuilder&)>>> cases = {
+      {"custom_op_output", [&](ModelBuilder& b) { custom(b, "c"); shape_of(b, "c", "s"); }},
+      {"input_without_type", [&](ModelBuilder& b) { b.graph()->add_input()->set_name("u"); shape_of(b, "u", "s"); }},
+      {"undefined_name", [&](ModelBuilder& b) { shape_of(b, "nowhere", "s"); }},
+      {"if_branch_reads_outer", [&](ModelBuilder& b) {
+         custom(b, "c");
+         b.graph()->add_initializer()->CopyFrom([] {
+           onnx::TensorProto t;
+           t.set_name("cond");
+           t.set_data_type(onnx::TensorProto::BOOL);
+           t.add_int32_data(1);
+           return t;
+         }());
+         onnx::NodeProto* n = b.Node("If", {"cond"}, {"s"});
+         for (const char* branch : {"then_branch", "else_branch"}) {
+           auto* a = n->add_attribute();
+           a->set_name(branch);
+           a->set_type(onnx::AttributeProto::GRAPH);
+           onnx::GraphProto* g = a->mutable_g();
+           g->set_name(branch);
+           auto* sn = g->add_node();
+           sn->set_op_type("Shape");
+           sn->add_input("c");
+           sn->add_output(std::string(branch) + "_s");
+           g->add_output()->set_name(std::string(branch) + "_s");
+         }
+       }},
+  };
+  for (auto& [name, build] : cases) {
+    ModelBuilder b(17);
+    b.Input("x", {1, 4, 8, 8});
+    build(b);
+    b.Node("Shape", {"x"}, {"xs"});
+    b.Node("Reshape", {"x", "xs"}, {"y"});  // its dims are known only through Shape's propagated value
+    b.Output("y");
+    b.Output("s");
+    std::string path = b.Write(kDir + "/" + name + ".onnx");
+    scantest::ChildResult r = scantest::RunLimited([&]() -> int {
+      auto m = OnnxModel::Load(path);
+      if (!m.ok()) return name == "undefined_name" && m.status().message().find("'nowhere'") != std::string::npos ? 0 : 3;
+      const ValueInfo* y = m.value()->Find("y");
+      if (!y || y->dims.size() != 4 || y->dims[3].value != 8) return 4;
+      int placeholders = 0;
+      for (const auto& vi : m.value()->proto().graph().value_info())
+        placeholders += vi.type().value_case() == onnx::TypeProto::VALUE_NOT_SET;
+      return placeholders == 0 ? 0 : 5;
+    }, rlim_t{4} << 30);
+    EXPECT_TRUE(r.exited) << name << ": killed by signal " << r.code;
+    EXPECT_EQ(r.code, 0) << name;
+  }
+}
