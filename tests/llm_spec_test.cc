@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+
 #include "cli_util.h"
 #include "llm/speculative.h"
 
@@ -122,6 +124,49 @@ TEST(Lookup, SamplingSameSeedSameTokens) {
   const nlohmann::json plain = RunJson(base);
   const nlohmann::json spec = RunJson(base + " --lookup 4 --lookup-fixed");
   EXPECT_EQ(spec["tokens"], plain["tokens"]);
+}
+
+// The replay drafter (`--draft-replay`, a measuring tool): proposes a greedy run's own continuation, each
+// token right with probability --replay-accept. The output stays plain decoding's at every rate; at 1 every
+// draft is accepted, at 0 none is; between, some are.
+TEST(Replay, GreedyEqualsPlainAtEveryAcceptRate) {
+  const std::string dir = ::testing::TempDir();
+  const std::string rec = dir + "/replay_rec.json";
+  for (const std::string kv : {"f32", "q8_0"}) {
+    const std::string base = "-p '" + kStory + "' --temp 0 -n 100 --ignore-eos --kv-type " + kv;
+    CommandResult r = RunEdgedecode("run -m " + kModel + " " + base + " --json " + rec);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json plain = RunJson(base);
+    for (const std::string a : {"1", "0.6", "0"}) {
+      const nlohmann::json spec = RunJson(base + " --draft-replay " + rec + " --replay-accept " + a + " --lookup-fixed");
+      EXPECT_EQ(spec["tokens"], plain["tokens"]) << kv << " accept " << a;
+      const nlohmann::json& s = spec["speculative"];
+      ASSERT_EQ(s["method"], "replay");
+      const int64_t drafted = s["drafted"].get<int64_t>(), accepted = s["accepted"].get<int64_t>();
+      EXPECT_GT(drafted, 0) << kv << " accept " << a;
+      if (a == "1") EXPECT_EQ(accepted, drafted) << kv;
+      if (a == "0") EXPECT_EQ(accepted, 0) << kv;
+      if (a == "0.6") EXPECT_TRUE(accepted > 0 && accepted < drafted) << kv << ": " << accepted << " of " << drafted;
+    }
+  }
+}
+
+TEST(Replay, WrongRecordingsAreRefused) {
+  const std::string dir = ::testing::TempDir();
+  const std::string rec = dir + "/replay_other.json";
+  ASSERT_EQ(RunEdgedecode("run -m " + kModel + " -p 'Tom had a cat.' --temp 0 -n 8 --json " + rec).exit_code, 0);
+  CommandResult r = RunEdgedecode("run -m " + kModel + " -p '" + kStory + "' --temp 0 -n 8 --draft-replay " + rec);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("recorded for another prompt"), std::string::npos) << r.err;
+  const std::string bad = dir + "/replay_bad.json";
+  std::ofstream(bad) << R"({"prompt_tokens": [1], "tokens": [99999999]})";
+  r = RunEdgedecode("run -m " + kModel + " -p '' --temp 0 -n 8 --draft-replay " + bad);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("tokens[0] is not a token id"), std::string::npos) << r.err;
+  std::ofstream(bad) << "[1, 2";
+  r = RunEdgedecode("run -m " + kModel + " -p '' --temp 0 -n 8 --draft-replay " + bad);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("not the JSON of"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "cli/common.h"
 #include "cli/model_options.h"
 #include "cli/signals.h"
+#include "base/json_depth.h"
 #include "llm/profiler.h"
 #include "llm/speculative.h"
 #include "llm/stop_strings.h"
@@ -27,6 +28,36 @@ Result<std::string> ReadPrompt(const std::string& prompt, const std::string& fil
   if (!file.empty()) return ReadInputText(file);
   if (prompt == "-") return ReadInputText("-");
   return prompt;
+}
+
+// --draft-replay FILE: the prompt and output token ids of an earlier `run --json` (its "prompt_tokens" and
+// "tokens"). The prompt must be this run's: the continuation of another prompt would measure nothing.
+Result<llm::ReplayDrafter> LoadReplay(const std::string& path, const std::vector<int32_t>& prompt, double accept,
+                                      uint64_t seed, int n_vocab) {
+  ED_ASSIGN_OR_RETURN(std::string text, ReadInputText(path, uint64_t{64} << 20));
+  ED_RETURN_IF_ERROR(CheckJsonDepth(text, path));
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto ids = [&](const char* key) -> Result<std::vector<int32_t>> {
+    if (!j.is_object() || !j.contains(key) || !j[key].is_array())
+      return Corrupt(path + ": not the JSON of `edgedecode run --json` (no \"" + key + "\" array of token ids)");
+    std::vector<int32_t> v;
+    for (size_t i = 0; i < j[key].size(); ++i) {
+      const nlohmann::json& x = j[key][i];
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= n_vocab)
+        return Corrupt(path + ": " + key + "[" + std::to_string(i) + "] is not a token id of this model (0.." + std::to_string(n_vocab - 1) + ")");
+      v.push_back(x.get<int32_t>());
+    }
+    return v;
+  };
+  ED_ASSIGN_OR_RETURN(std::vector<int32_t> recorded_prompt, ids("prompt_tokens"));
+  ED_ASSIGN_OR_RETURN(std::vector<int32_t> continuation, ids("tokens"));
+  if (recorded_prompt != prompt) {
+    size_t i = 0;
+    while (i < prompt.size() && i < recorded_prompt.size() && prompt[i] == recorded_prompt[i]) ++i;
+    return InvalidArgument(path + " was recorded for another prompt (" + std::to_string(recorded_prompt.size()) +
+                           " tokens; this one has " + std::to_string(prompt.size()) + ", first difference at token " + std::to_string(i) + ")");
+  }
+  return llm::ReplayDrafter(std::move(recorded_prompt), std::move(continuation), accept, seed, n_vocab);
 }
 
 }  // namespace
@@ -68,7 +99,23 @@ int RunMain(int argc, char** argv) {
       ->check(CLI::Range(1, 16))
       ->capture_default_str();
   app.add_flag("--lookup-fixed", lookup_fixed,
-               "with --lookup: draft whenever a match is found (default: pause drafting while few drafts are accepted)");
+               "with --lookup or --draft-replay: draft whenever a draft is found (default: pause drafting while few drafts are accepted)");
+  std::string replay_file;
+  double replay_accept = 1.0;
+  int draft_max = 8;
+  CLI::Option* replay_opt =
+      app.add_option("--draft-replay", replay_file,
+                     "a measuring tool: draft from FILE, the `run --json` output of a greedy run of the same prompt "
+                     "(its own continuation, corrupted by --replay-accept); the output is the same as without it")
+          ->excludes("--lookup");
+  app.add_option("--replay-accept", replay_accept, "with --draft-replay: the probability that a drafted token is right")
+      ->check(CLI::Range(0.0, 1.0))
+      ->needs(replay_opt)
+      ->capture_default_str();
+  app.add_option("--draft-max", draft_max, "with --draft-replay: tokens drafted per verify pass")
+      ->check(CLI::Range(1, 64))
+      ->needs(replay_opt)
+      ->capture_default_str();
   json.Add(app, "one object at the end (text, token ids, seed, timings); on stdout the text is not streamed");
   if (auto rc = Parse(app, argc, argv)) return *rc;
   InterruptScope interrupt;  // from here on, a signal while loading still ends with the results (none yet)
@@ -113,6 +160,13 @@ int RunMain(int argc, char** argv) {
   llm::Sampler sampler(so.params);
   for (int32_t t : toks) sampler.Accept(t);
   lookup.adaptive = !lookup_fixed;
+  if (!replay_file.empty()) {
+    auto replay = LoadReplay(replay_file, toks, replay_accept, so.params.seed, ctx.n_vocab());
+    if (!replay.ok()) return Fail(cmd, replay.status());
+    lookup.drafter = std::move(*replay);
+    lookup.n_draft = draft_max;
+  }
+  const char* spec_method = replay_file.empty() ? "lookup" : "replay";
   std::unique_ptr<llm::LookupDecoder> spec;
   if (lookup.n_draft > 0) spec = std::make_unique<llm::LookupDecoder>(ctx, sampler, lookup, toks);
   // Positions of the accepted tokens in the cache (with --lookup the cache may hold rows being verified).
@@ -214,16 +268,21 @@ int RunMain(int argc, char** argv) {
     const llm::LookupStats& ls = spec->stats();
     // Passes after the first token (sampled from the prefill's logits), and the tokens they gave.
     const double per_pass = ls.passes() > 0 ? static_cast<double>(n_decoded - 1) / static_cast<double>(ls.passes()) : 0.0;
+    const std::string drafter = replay_file.empty() ? "lookup " + std::to_string(lookup.n_draft) + " (n-gram " +
+                                                          std::to_string(lookup.ngram_max) + "..1" + (lookup.adaptive ? ", adaptive)" : ")")
+                                                    : "replay " + std::to_string(lookup.n_draft) + " (accept " + std::to_string(replay_accept).substr(0, 4) +
+                                                          (lookup.adaptive ? ", adaptive)" : ")");
     std::fprintf(stderr,
-                 "lookup %d (n-gram %d..1%s) | drafted %lld, accepted %lld (%.1f%%) | %lld verify + %lld plain passes | "
+                 "%s | drafted %lld, accepted %lld (%.1f%%) | %lld verify + %lld plain passes | "
                  "%.2f tokens/pass | %.1f tok/s\n",
-                 lookup.n_draft, lookup.ngram_max, lookup.adaptive ? ", adaptive" : "", static_cast<long long>(ls.drafted),
+                 drafter.c_str(), static_cast<long long>(ls.drafted),
                  static_cast<long long>(ls.accepted), 100.0 * ls.acceptance(), static_cast<long long>(ls.verify_passes),
                  static_cast<long long>(ls.plain_passes), per_pass, decode_tps);
-    spec_json = {{"method", "lookup"},
+    spec_json = {{"method", spec_method},
                  {"n_draft", lookup.n_draft},
                  {"ngram_max", lookup.ngram_max},
                  {"adaptive", lookup.adaptive},
+                 {"replay_accept", replay_file.empty() ? nlohmann::json() : nlohmann::json(replay_accept)},
                  {"drafted", ls.drafted},
                  {"accepted", ls.accepted},
                  {"acceptance_rate", ls.acceptance()},

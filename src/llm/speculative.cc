@@ -30,6 +30,34 @@ std::vector<int32_t> LookupDraft(const std::vector<int32_t>& history, int n_draf
   return draft;
 }
 
+ReplayDrafter::ReplayDrafter(std::vector<int32_t> prompt, std::vector<int32_t> continuation, double accept,
+                             uint64_t seed, int n_vocab)
+    : recorded_(std::move(prompt)), accept_(accept), state_(seed), n_vocab_(n_vocab) {
+  prompt_len_ = recorded_.size();
+  recorded_.insert(recorded_.end(), continuation.begin(), continuation.end());
+}
+
+std::vector<int32_t> ReplayDrafter::operator()(const std::vector<int32_t>& history, int n_draft) {
+  std::vector<int32_t> draft;
+  const size_t h = history.size();
+  if (h < prompt_len_ || h >= recorded_.size() || n_draft <= 0) return draft;
+  if (!std::equal(history.begin() + static_cast<long>(prompt_len_), history.end(),
+                  recorded_.begin() + static_cast<long>(prompt_len_)))
+    return draft;  // the output left the recording: its continuation no longer applies
+  const size_t end = std::min(recorded_.size(), h + static_cast<size_t>(n_draft));
+  for (size_t i = h; i < end; ++i) {
+    // splitmix64, as the sampler's RNG: the same corruption on every platform.
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
+    const int32_t right = recorded_[i];
+    draft.push_back(u < accept_ ? right : static_cast<int32_t>((right + 1) % n_vocab_));
+  }
+  return draft;
+}
+
 LookupDecoder::LookupDecoder(Context& ctx, Sampler& sampler, const LookupParams& params, std::vector<int32_t> prompt)
     : ctx_(ctx), sampler_(sampler), p_(params), history_(std::move(prompt)), backoff_(params.backoff) {
   recent_sum_ = 1.0;  // optimistic start: a few passes must fail before drafting pauses
@@ -87,7 +115,8 @@ Status LookupDecoder::Advance(int32_t token, int max_draft) {
   const int room = ctx_.n_ctx() - base - 1;  // the pass must fit in the context
   const int k = std::min({p_.n_draft, max_draft, room});
   std::vector<int32_t> draft;
-  if (k > 0) draft = LookupDraft(history_, k, p_.ngram_max, p_.ngram_min);
+  if (k > 0) draft = p_.drafter ? p_.drafter(history_, k) : LookupDraft(history_, k, p_.ngram_max, p_.ngram_min);
+  if (static_cast<int>(draft.size()) > k) draft.resize(static_cast<size_t>(k));
   // A pause counts the steps that found a draft (the others cost nothing).
   if (!draft.empty() && pause_ > 0) {
     --pause_;

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "edgedecode/status.h"
@@ -27,8 +28,12 @@
 
 namespace edgedecode::llm {
 
+// A drafter: up to n_draft tokens proposed to follow `history` (prompt + every token kept so far).
+using Drafter = std::function<std::vector<int32_t>(const std::vector<int32_t>& history, int n_draft)>;
+
 struct LookupParams {
   int n_draft = 4;     // tokens proposed per verify pass (0: off, every step a plain one)
+  Drafter drafter;     // empty: the n-gram lookup below (LookupDraft)
   int ngram_max = 3;   // the longest n-gram tried first ...
   int ngram_min = 1;   // ... down to this one
   // Adaptive: when the running mean of accepted tokens per verify pass (weight 1/4 on the newest pass,
@@ -57,6 +62,25 @@ struct LookupStats {
 // The proposal: up to n_draft tokens that followed the most recent earlier occurrence of the last n
 // tokens of `history`, for n from ngram_max down to ngram_min; empty when none occurs.
 std::vector<int32_t> LookupDraft(const std::vector<int32_t>& history, int n_draft, int ngram_max, int ngram_min);
+
+// A measuring tool, not a drafter for real use: it proposes the target's own recorded continuation of
+// the same prompt (a greedy run's output), each proposed token replaced by a wrong one with probability
+// 1 - accept, so that a draft token is right with probability `accept`, independently: the acceptance
+// rate a of the speculative-decoding model, set by hand on any model (random weights included), to
+// measure what a verify pass gains at a given a. Deterministic for a seed. Past the recording's end, or
+// once the history has left it, it proposes nothing.
+class ReplayDrafter {
+ public:
+  ReplayDrafter(std::vector<int32_t> prompt, std::vector<int32_t> continuation, double accept, uint64_t seed, int n_vocab);
+  std::vector<int32_t> operator()(const std::vector<int32_t>& history, int n_draft);
+
+ private:
+  std::vector<int32_t> recorded_;  // prompt + continuation
+  size_t prompt_len_;
+  double accept_;
+  uint64_t state_;
+  int n_vocab_;
+};
 
 class LookupDecoder {
  public:
