@@ -115,6 +115,26 @@ std::optional<ApiError> ParseGenParams(const json& b, GenParams* p) {
   return ParseStream(b, p);
 }
 
+std::optional<ApiError> ParseLogprobs(const json& b, bool chat, GenParams* p) {
+  p->top_logprobs = -1;
+  if (!chat) {
+    int64_t n = -1;
+    if (auto e = IntField(b, "logprobs", 0, 5, &n)) return e;
+    p->top_logprobs = static_cast<int>(n);
+    return std::nullopt;
+  }
+  bool on = false;
+  if (Present(b, "logprobs")) {
+    if (!b["logprobs"].is_boolean()) return BadParam("logprobs", "must be a boolean");
+    on = b["logprobs"].get<bool>();
+  }
+  int64_t top = 0;
+  if (auto e = IntField(b, "top_logprobs", 0, 20, &top)) return e;
+  if (Present(b, "top_logprobs") && !on) return BadParam("top_logprobs", "needs \"logprobs\": true");
+  if (on) p->top_logprobs = static_cast<int>(top);
+  return std::nullopt;
+}
+
 std::optional<ApiError> ParseMessages(const json& b, ojson* out) {
   if (!b.contains("messages") || !b["messages"].is_array() || b["messages"].empty())
     return BadParam("messages", "must be a non-empty array of {role, content} objects");

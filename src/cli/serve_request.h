@@ -35,12 +35,17 @@ struct GenParams {
   llm::SamplerParams sampling;
   std::vector<std::string> stops;
   bool stream = false, include_usage = false, ignore_eos = false;
+  // Alternatives listed beside each generated token's log-probability; -1: no logprobs at all.
+  int top_logprobs = -1;
 };
 
 // A JSON object body; a 400 naming the problem otherwise.
 std::optional<ApiError> ParseBody(std::string_view body, nlohmann::json* out);
 // n, max_tokens, sampling (OpenAI's defaults; a random seed when none is given), stop, ignore_eos, stream.
 std::optional<ApiError> ParseGenParams(const nlohmann::json& b, GenParams* p);
+// logprobs: chat's `logprobs` (a boolean) and `top_logprobs` (0..20, only with logprobs true), or the
+// legacy completions' `logprobs` (an integer 0..5, the alternatives per token), into p->top_logprobs.
+std::optional<ApiError> ParseLogprobs(const nlohmann::json& b, bool chat, GenParams* p);
 // /v1/chat/completions: OpenAI messages to the {role, content} array the chat template reads; content
 // parts of type "text" are joined.
 std::optional<ApiError> ParseMessages(const nlohmann::json& b, nlohmann::ordered_json* out);

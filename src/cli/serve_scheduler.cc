@@ -2,17 +2,22 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <optional>
 
 #include "llm/prefix_reuse.h"
 #include "llm/stop_strings.h"
 
 namespace edgedecode::cli::serve {
 
-bool Job::WaitPieces(std::vector<std::string>* out, int timeout_ms) {
+bool Job::WaitPieces(std::vector<std::string>* out, int timeout_ms, std::vector<TokenLogprob>* lp) {
   std::unique_lock<std::mutex> lk(mu);
   cv.wait_for(lk, std::chrono::milliseconds(timeout_ms), [&] { return !pieces.empty() || done; });
   for (std::string& p : pieces) out->push_back(std::move(p));
   pieces.clear();
+  if (lp != nullptr)
+    for (TokenLogprob& t : logprobs) lp->push_back(std::move(t));
+  logprobs.clear();
   return done;
 }
 
@@ -27,6 +32,7 @@ struct Scheduler::Slot {
   tok::Utf8Stream utf8;
   int32_t prev = -1;
   int generated = 0;
+  std::vector<std::pair<double, int32_t>> ranked;  // scratch of TokenLogprobOf
 };
 
 namespace {
@@ -36,6 +42,31 @@ size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b
   const size_t limit = std::min(a.size(), b.size());
   while (n < limit && a[n] == b[n]) ++n;
   return n;
+}
+
+// The chosen token's log-softmax over the raw logits (double precision: exact enough to compare with
+// `edgedecode logits`) and the top n alternatives.
+TokenLogprob TokenLogprobOf(const float* logits, int n_vocab, int32_t chosen, const std::string& piece, int n,
+                            const tok::Tokenizer& tk, std::vector<std::pair<double, int32_t>>* ranked) {
+  double mx = logits[0];
+  for (int v = 1; v < n_vocab; ++v) mx = std::max(mx, static_cast<double>(logits[v]));
+  double sum = 0;
+  for (int v = 0; v < n_vocab; ++v) sum += std::exp(static_cast<double>(logits[v]) - mx);
+  const double log_z = mx + std::log(sum);
+  TokenLogprob t;
+  t.token = piece;
+  t.logprob = static_cast<float>(logits[chosen] - log_z);
+  n = std::min(n, n_vocab);
+  if (n <= 0) return t;
+  ranked->resize(static_cast<size_t>(n_vocab));
+  for (int v = 0; v < n_vocab; ++v) (*ranked)[static_cast<size_t>(v)] = {logits[v], v};
+  std::partial_sort(ranked->begin(), ranked->begin() + n, ranked->end(),
+                    [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  for (int k = 0; k < n; ++k) {
+    const auto& [logit, id] = (*ranked)[static_cast<size_t>(k)];
+    t.top.push_back({id == chosen ? piece : tk.TokenToPiece(id, true), static_cast<float>(logit - log_z)});
+  }
+  return t;
 }
 
 }  // namespace
@@ -176,9 +207,13 @@ void Scheduler::Step(Slot& s) {
   if (s.prev == tk_.bos() && tk_.model() == "llama" && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
   s.prev = next;
   const std::string out = s.stopper->Push(s.utf8.Push(piece));
+  std::optional<TokenLogprob> lp;
+  if (job.top_logprobs >= 0)
+    lp = TokenLogprobOf(ctx.logits(0), ctx.n_vocab(), next, piece, job.top_logprobs, tk_, &s.ranked);
   {
     std::lock_guard<std::mutex> jl(job.mu);
     job.completion_tokens = s.generated;
+    if (lp) job.logprobs.push_back(std::move(*lp));
     if (!out.empty()) {
       job.pieces.push_back(out);
       job.cv.notify_all();

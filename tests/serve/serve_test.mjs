@@ -161,6 +161,63 @@ async function testCompletions(client, ref) {
   eq([ss.text, ss.finish], [want, "stop"], "stop (stream)");
 }
 
+// logprobs, greedy: the chosen token is the most likely one (its logprob the largest of top_logprobs),
+// values <= 0, the alternatives' probabilities sum to <= 1, the token strings concatenate to the text;
+// and the first token's logprob is the log of its probability from `edgedecode logits` on the same ids.
+async function testLogprobs(base, client, ref) {
+  const tol = 1e-4;
+  const chatMessages = [{ role: "user", content: "Once upon a time" }];
+  const checkEntries = (entries, text, what) => {
+    check(entries.length > 0 && entries.every((e) => e.logprob <= 0 && e.top_logprobs.length === 5), `${what}: one entry per token, 5 alternatives`);
+    check(entries.every((e) => Math.abs(e.logprob - Math.max(...e.top_logprobs.map((t) => t.logprob))) < tol &&
+                               e.top_logprobs[0].token === e.token),
+          `${what}: greedy token is the most likely alternative`);
+    check(entries.every((e) => e.top_logprobs.reduce((a, t) => a + Math.exp(t.logprob), 0) <= 1 + tol), `${what}: alternatives sum to <= 1`);
+    check(entries.every((e) => Buffer.from(e.bytes).toString("latin1") === Buffer.from(e.token, "utf8").toString("latin1")),
+          `${what}: bytes are the token's UTF-8 bytes`);
+    eq(entries.map((e) => e.token).join(""), text, `${what}: tokens concatenate to the content`);
+  };
+  const c = await client.chat.completions.create({ model: "m", messages: chatMessages, temperature: 0, max_tokens: K, logprobs: true, top_logprobs: 5 });
+  checkEntries(c.choices[0].logprobs?.content ?? [], c.choices[0].message.content, "chat logprobs");
+  const cs = await client.chat.completions.create({ model: "m", messages: chatMessages, temperature: 0, max_tokens: K, logprobs: true,
+                                                    top_logprobs: 5, stream: true });
+  let streamed = [], streamText = "";
+  for await (const ch of cs) {
+    streamed.push(...(ch.choices[0]?.logprobs?.content ?? []));
+    streamText += ch.choices[0]?.delta?.content ?? "";
+  }
+  checkEntries(streamed, streamText, "chat logprobs (stream)");
+  eq(streamed.map((e) => e.logprob), c.choices[0].logprobs.content.map((e) => e.logprob), "chat logprobs: stream equals whole");
+
+  const r = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K, logprobs: 3 });
+  const lp = r.choices[0].logprobs;
+  eq(r.choices[0].text, ref.text, "completions logprobs: the text is unchanged");
+  eq(lp?.tokens?.join(""), r.choices[0].text, "completions logprobs: tokens concatenate to the text");
+  check(lp.top_logprobs.every((t, i) => Object.keys(t).length <= 3 && Math.abs(Math.max(...Object.values(t)) - lp.token_logprobs[i]) < tol),
+        "completions logprobs: 3 alternatives, the chosen one the most likely");
+  let off = 0;
+  eq(lp.text_offset, lp.tokens.map((t) => (off += Buffer.byteLength(t)) - Buffer.byteLength(t)), "completions logprobs: text_offset");
+  const ids = (await raw(base, "/tokenize", { content: "Lily and Tom", add_special: true })).json.tokens;
+  const lg = JSON.parse(execFileSync(bin, ["logits", "-m", model, "--ids", ids.join(","), "--top", "5", "--json", "-t", "1"],
+                                     { stdio: ["ignore", "pipe", "ignore"] }).toString());
+  const [bestId, bestP] = lg.positions[ids.length - 1].top[0];
+  const bestPiece = (await raw(base, "/detokenize", { tokens: [bestId] })).json.content;
+  check(Math.abs(lp.token_logprobs[0] - Math.log(bestP)) < tol && lp.tokens[0].trim() === bestPiece.trim(),
+        "completions logprobs: the first token's logprob is log p of `edgedecode logits`",
+        `${lp.tokens[0]} ${lp.token_logprobs[0]} vs ${bestPiece} ${Math.log(bestP)}`);
+  const rs = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K, logprobs: 0, stream: true });
+  const sl = [];
+  for await (const ch of rs) sl.push(...(ch.choices[0]?.logprobs?.token_logprobs ?? []));
+  eq(sl, lp.token_logprobs, "completions logprobs (stream, logprobs 0): the same values");
+
+  let e = await raw(base, "/v1/chat/completions", { messages: chatMessages, logprobs: true, top_logprobs: 21 });
+  eq([e.status, e.json?.error?.param], [400, "top_logprobs"], "top_logprobs 21: 400 param top_logprobs");
+  e = await raw(base, "/v1/chat/completions", { messages: chatMessages, top_logprobs: 2 });
+  eq([e.status, e.json?.error?.param], [400, "top_logprobs"], "top_logprobs without logprobs: 400 param top_logprobs");
+  e = await raw(base, "/v1/completions", { prompt: "x", logprobs: 6 });
+  eq([e.status, e.json?.error?.param], [400, "logprobs"], "completions logprobs 6: 400 param logprobs");
+}
+
 async function testErrors(base, client) {
   let r = await raw(base, "/v1/chat/completions", null, { rawBody: "{not json" });
   check(r.status === 400 && r.json?.error?.type === "invalid_request_error", "malformed JSON: 400 error object", r.text);
@@ -342,6 +399,7 @@ async function main() {
   const client = new OpenAI({ baseURL: base + "/v1", apiKey: KEY, maxRetries: 0 });
   await testChat(client, chatRef);
   await testCompletions(client, refA);
+  await testLogprobs(base, client, refA);
   await testErrors(base, client);
   await testTokenize(base);
   await testConcurrent(client, longA, longB, promptB);
