@@ -287,6 +287,7 @@ void Api::Generate(const std::string& body, bool chat, httplib::Response& res) {
   GenParams p;
   if (auto e = ParseGenParams(b, &p)) return SendError(res, *e);
   if (auto e = ParseLogprobs(b, chat, &p)) return SendError(res, *e);
+  if (auto e = ParseResponseFormat(b, &p)) return SendError(res, *e);
   const tok::Tokenizer& tk = model_->tokenizer();
   std::vector<int32_t> prompt;
   const char* prompt_param = chat ? "messages" : "prompt";
@@ -321,6 +322,7 @@ void Api::Generate(const std::string& body, bool chat, httplib::Response& res) {
   job->stops = p.stops;
   job->ignore_eos = p.ignore_eos;
   job->top_logprobs = p.top_logprobs;
+  job->grammar = p.grammar;
   // Counted before Submit: a drain that sees 0 in flight never misses an accepted job.
   ++in_flight_;
   if (Status st = sched_->Submit(job); !st.ok()) {

@@ -84,6 +84,33 @@ TEST(ServeRequest, MessagesPromptAndTokens) {
   EXPECT_EQ(e->param, "add_special");
 }
 
+TEST(ServeRequest, ResponseFormat) {
+  GenParams p;
+  ASSERT_FALSE(ParseResponseFormat(Body(R"({"response_format": {"type": "text"}})"), &p));
+  EXPECT_FALSE(p.grammar);
+  ASSERT_FALSE(ParseResponseFormat(Body(R"({"response_format": {"type": "json_object"}})"), &p));
+  EXPECT_TRUE(p.grammar);
+  ASSERT_FALSE(ParseResponseFormat(Body(R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": true,
+      "schema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": false}}}})"), &p));
+  ASSERT_TRUE(p.grammar);
+  llm::JsonMatcher m(p.grammar);
+  EXPECT_TRUE(m.Advance(R"({"a": 12})") && m.Complete());
+  for (const auto& [body, want] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"response_format": {"type": "yaml"}})", "json_schema"},
+           {R"({"response_format": "json"})", "json_object"},
+           {R"({"response_format": {"type": "json_schema"}})", "json_schema must be an object"},
+           {R"({"response_format": {"type": "json_schema", "json_schema": {"name": 1, "schema": {}}}})", "name"},
+           {R"({"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "string", "minLength": 2}}}})", "'minLength'"},
+           {R"({"response_format": {"type": "json_schema", "json_schema": {"schema": {"properties": {"a b": {"not": {}}}}}}})",
+            "/properties/a b: unsupported keyword 'not'"}}) {
+    auto e = ParseResponseFormat(Body(body), &p);
+    ASSERT_TRUE(e) << body;
+    EXPECT_EQ(e->status, 400);
+    EXPECT_EQ(e->param, "response_format");
+    EXPECT_NE(e->message.find(want), std::string::npos) << e->message;
+  }
+}
+
 TEST(ServeRequest, Logprobs) {
   GenParams p;
   ASSERT_FALSE(ParseLogprobs(Body(R"({"logprobs": true, "top_logprobs": 20})"), true, &p));

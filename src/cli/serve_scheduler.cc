@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "llm/prefix_reuse.h"
@@ -33,6 +34,9 @@ struct Scheduler::Slot {
   int32_t prev = -1;
   int generated = 0;
   std::vector<std::pair<double, int32_t>> ranked;  // scratch of TokenLogprobOf
+  std::optional<llm::JsonMatcher> matcher;  // the job's response_format
+  std::vector<float> masked;                 // scratch of SampleConstrained
+  std::vector<uint8_t> allowed;
 };
 
 namespace {
@@ -69,11 +73,18 @@ TokenLogprob TokenLogprobOf(const float* logits, int n_vocab, int32_t chosen, co
   return t;
 }
 
+std::vector<std::string> VocabPieces(const tok::Tokenizer& tk) {
+  std::vector<std::string> pieces(static_cast<size_t>(tk.vocab_size()));
+  for (int32_t id = 0; id < tk.vocab_size(); ++id)
+    if (!tk.IsEndOfGeneration(id)) pieces[static_cast<size_t>(id)] = tk.TokenToPiece(id);  // control tokens: ""
+  return pieces;
+}
+
 }  // namespace
 
 Scheduler::Scheduler(std::vector<std::unique_ptr<llm::Context>> contexts, const tok::Tokenizer& tk, int n_batch,
                      int queue_limit)
-    : tk_(tk), n_batch_(std::max(1, n_batch)), queue_limit_(static_cast<size_t>(std::max(0, queue_limit))) {
+    : tk_(tk), vocab_bytes_(VocabPieces(tk)), n_batch_(std::max(1, n_batch)), queue_limit_(static_cast<size_t>(std::max(0, queue_limit))) {
   for (auto& c : contexts) {
     auto s = std::make_unique<Slot>();
     s->ctx = std::move(c);
@@ -156,6 +167,8 @@ void Scheduler::AssignLocked() {
     s.utf8 = tok::Utf8Stream();
     s.prev = job->prompt.back();
     s.generated = 0;
+    s.matcher.reset();
+    if (job->grammar) s.matcher.emplace(job->grammar);
     ++busy_;
     totals_.prompt_tokens += job->prompt.size();
   }
@@ -199,13 +212,16 @@ void Scheduler::Step(Slot& s) {
     return;
   }
   // Decode: the same order of checks as `run`, so that greedy output is the same token for token.
-  const int32_t next = s.sampler->Sample(ctx.logits(0), ctx.n_vocab());
+  const int32_t next = s.matcher ? SampleConstrained(s) : s.sampler->Sample(ctx.logits(0), ctx.n_vocab());
+  if (next < 0) return Finish(s, s.matcher->Complete() ? "stop" : "length");
+  if (s.matcher && tk_.IsEndOfGeneration(next)) return Finish(s, "stop");  // only allowed once complete
   if (!job.ignore_eos && tk_.IsEndOfGeneration(next)) return Finish(s, "stop");
   ++s.generated;
   std::string piece = tk_.TokenToPiece(next);
   // SentencePiece: the space a word carries is dropped right after BOS (as `run` and llama.cpp do).
   if (s.prev == tk_.bos() && tk_.model() == "llama" && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
   s.prev = next;
+  if (s.matcher) s.matcher->Advance(piece);  // allowed by the mask, so it advances
   const std::string out = s.stopper->Push(s.utf8.Push(piece));
   std::optional<TokenLogprob> lp;
   if (job.top_logprobs >= 0)
@@ -227,6 +243,25 @@ void Scheduler::Step(Slot& s) {
   if (s.generated >= job.max_tokens || ctx.n_past() >= ctx.n_ctx()) return Finish(s, "length");
   if (Status st = ctx.Eval(&next, 1, false); !st.ok()) return Finish(s, "error", st);
   s.cached.push_back(next);
+}
+
+int32_t Scheduler::SampleConstrained(Slot& s) {
+  const llm::Context& ctx = *s.ctx;
+  const int nv = ctx.n_vocab();
+  const float* logits = ctx.logits(0);
+  s.matcher->AllowedTokens(vocab_bytes_, &s.allowed);
+  const bool complete = s.matcher->Complete();
+  s.masked.assign(logits, logits + nv);
+  bool any = false;
+  for (int v = 0; v < nv; ++v) {
+    const bool ok = v < vocab_bytes_.size() && (s.allowed[static_cast<size_t>(v)] || (complete && tk_.IsEndOfGeneration(v)));
+    if (!ok) s.masked[static_cast<size_t>(v)] = -std::numeric_limits<float>::infinity();
+    any = any || ok;
+  }
+  // Nothing may follow: a complete text without an end-of-generation token in the vocabulary, or a
+  // schema that the limits (depth, whitespace, number length) leave no way to finish.
+  if (!any) return -1;
+  return s.sampler->Sample(s.masked.data(), nv);
 }
 
 void Scheduler::Finish(Slot& s, const std::string& reason, const Status& error) {

@@ -18,6 +18,7 @@
 
 #include "edgedecode/status.h"
 #include "llm/context.h"
+#include "llm/json_constraint.h"
 #include "llm/sampler.h"
 #include "tok/tokenizer.h"
 
@@ -45,6 +46,7 @@ struct Job {
   std::vector<std::string> stops;
   bool ignore_eos = false;  // generate past end-of-generation tokens (llama.cpp's extension)
   int top_logprobs = -1;    // >= 0: record each token's TokenLogprob with this many alternatives
+  std::shared_ptr<const llm::JsonGrammar> grammar;  // not null: only tokens that keep the JSON valid
 
   // Set by the handler when the client is gone: the scheduler frees the slot within one step.
   std::atomic<bool> cancelled{false};
@@ -97,7 +99,12 @@ class Scheduler {
   void Step(Slot& s);
   void Finish(Slot& s, const std::string& reason, const Status& error = Status::Ok());
 
+  // Samples the next token of a job with a grammar: the logits of the tokens that would break the JSON (and
+  // of end-of-generation until it is complete) are masked. -1: no token may follow (see Step).
+  int32_t SampleConstrained(Slot& s);
+
   const tok::Tokenizer& tk_;
+  const llm::TokenBytes vocab_bytes_;  // every token's bytes, for the response_format mask
   const int n_batch_;
   const size_t queue_limit_;
   std::vector<std::unique_ptr<Slot>> slots_;

@@ -497,6 +497,12 @@ class Stepper {
     return (f.seen & req) == req;
   }
 
+  // Whether another key may come: an undeclared one, or a declared property not yet present.
+  bool MoreKeys(const Frame& f) const {
+    const Node& n = g_.nodes[static_cast<size_t>(f.node)];
+    return n.additional != kNone || f.seen != (n.props.size() >= 64 ? ~uint64_t{0} : (uint64_t{1} << n.props.size()) - 1);
+  }
+
   void Close(State st, std::vector<State>* out) const {
     st.stack.pop_back();
     --st.depth;
@@ -505,7 +511,7 @@ class Stepper {
 
   void ObjectByte(State st, uint8_t b, std::vector<State>* out) const {
     Frame& f = st.stack.back();
-    if ((f.phase == kOpen || f.phase == kNeedKey) && b == '"') {
+    if ((f.phase == kOpen || f.phase == kNeedKey) && b == '"' && MoreKeys(f)) {
       Frame k;
       k.kind = Kind::kKey;
       k.node = f.node;
@@ -517,6 +523,7 @@ class Stepper {
       return;
     }
     if (f.phase == kAfterValue && b == ',') {
+      if (!MoreKeys(f)) return;  // a comma that no key could follow
       f.phase = kNeedKey;
       return Accept(std::move(st), out);
     }

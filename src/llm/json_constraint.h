@@ -26,7 +26,7 @@ inline constexpr int kMaxSchemaNodes = 4096;      // compiled schema objects
 inline constexpr int kMaxSchemaProperties = 64;   // properties of one object schema
 inline constexpr int kMaxOutputDepth = 32;          // nesting of the generated objects and arrays
 inline constexpr size_t kMaxParses = 64;          // alternatives (anyOf) followed at once; beyond, dropped
-inline constexpr int kMaxWhitespaceRun = 16;      // consecutive whitespace bytes between tokens
+inline constexpr int kMaxWhitespaceRun = 1;       // whitespace bytes in a row between JSON tokens
 inline constexpr int kMaxNumberBytes = 32;        // bytes of one number
 inline constexpr int kMaxFreeKeyBytes = 256;      // bytes of a key that is not a declared property
 

@@ -44,6 +44,9 @@ TEST(JsonConstraint, SchemaAcceptsValidRejectsInvalid) {
                           R"({"name":"Al","age":01})", R"([1])", R"({"name":"a\x","age":1})", R"({"name":"Al","age":3}x)"})
     EXPECT_FALSE(Accepts(g, bad)) << bad;
   EXPECT_FALSE(Accepts(g, R"({"name":"Al","age":3)"));  // a valid prefix, not complete
+  auto two = Compile(R"({"type": "object", "properties": {"a": {"type": "null"}}, "additionalProperties": false})");
+  EXPECT_FALSE(PrefixOk(two, R"({"a":null,)"));  // no key could follow the comma
+  EXPECT_TRUE(Accepts(two, R"({"a":null})"));
   EXPECT_TRUE(PrefixOk(g, R"({"name":"Al","age":3)"));
   EXPECT_FALSE(Accepts(g, std::string("{\"name\":\"\xC0\xAF\",\"age\":1}")));  // an overlong UTF-8 sequence
   EXPECT_FALSE(Accepts(g, std::string("{\"name\":\"a\x01\",\"age\":1}")));    // a raw control character

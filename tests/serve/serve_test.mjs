@@ -13,11 +13,12 @@ import { fileURLToPath } from "node:url";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const oracle = path.resolve(here, "..", "..", "tools", "oracle");
 const require = createRequire(path.join(oracle, "package.json"));
-let OpenAI;
+let OpenAI, Ajv;
 try {
   OpenAI = require("openai");
+  Ajv = require("ajv");
 } catch (e) {
-  console.error("serve_test: npm openai is missing: run `make setup` (npm ci in tools/oracle)\n" + e.message);
+  console.error("serve_test: npm openai or ajv is missing: run `make setup` (npm ci in tools/oracle)\n" + e.message);
   process.exit(1);
 }
 
@@ -218,6 +219,67 @@ async function testLogprobs(base, client, ref) {
   eq([e.status, e.json?.error?.param], [400, "logprobs"], "completions logprobs 6: 400 param logprobs");
 }
 
+// response_format: sampled at temperature 1 with several seeds, every output that ends (finish_reason
+// stop) is JSON that validates against its schema (ajv); greedy on a story prompt, which alone would never
+// write JSON, gives valid JSON too; max_tokens cuts with finish_reason length; bad schemas are 400s.
+const PERSON = { type: "object", additionalProperties: false, required: ["name", "age", "mood", "pets"],
+                 properties: { name: { type: "string" }, age: { type: "integer" }, mood: { enum: ["happy", "sad", 3] },
+                               pets: { type: "array", items: { type: "integer" } } } };
+const SHAPES = { type: "object", additionalProperties: false, required: ["shape", "ok"],
+                 properties: { shape: { anyOf: [{ $ref: "#/$defs/circle" }, { type: "null" }] }, ok: { type: "boolean" },
+                               size: { type: "number" } },
+                 $defs: { circle: { type: "object", additionalProperties: false, required: ["kind", "r"],
+                                    properties: { kind: { const: "circle" }, r: { type: "integer" } } } } };
+async function testResponseFormat(base, client) {
+  const ajv = new Ajv({ strict: false });
+  const messages = [{ role: "user", content: "Once upon a time" }];
+  const formats = [["json_object", { type: "json_object" }, ajv.compile({ type: "object" })],
+                   ["person", { type: "json_schema", json_schema: { name: "person", schema: PERSON, strict: true } }, ajv.compile(PERSON)],
+                   ["shapes", { type: "json_schema", json_schema: { name: "shapes", schema: SHAPES, strict: true } }, ajv.compile(SHAPES)]];
+  const valid = (text, validate) => {
+    try {
+      return validate(JSON.parse(text));
+    } catch {
+      return false;
+    }
+  };
+  let ended = 0, sampled = 0;
+  const bad = [];
+  for (const [name, response_format, validate] of formats) {
+    for (const seed of [1, 2, 3, 4]) {
+      const r = await client.chat.completions.create({ model: "m", messages, temperature: 1, seed, max_tokens: 200, response_format });
+      const { content } = r.choices[0].message;
+      sampled++;
+      if (r.choices[0].finish_reason !== "stop") continue;
+      ended++;
+      if (!valid(content, validate)) bad.push(`${name} seed ${seed}: ${content}`);
+    }
+  }
+  check(bad.length === 0, `response_format, temperature 1: every finished output validates (${ended} of ${sampled} finished)`, bad.join(" | "));
+  check(ended * 3 >= sampled, "response_format, temperature 1: a third of the outputs at least finish within 200 tokens", `${ended} of ${sampled}`);
+  const s = await client.chat.completions.create({ model: "m", messages, temperature: 1, seed: 5, max_tokens: 200, stream: true,
+                                                   response_format: formats[1][1] });
+  const st = await collect(s, true);
+  check(st.finish !== "stop" || valid(st.text, formats[1][2]), "response_format (stream): the streamed text validates", st.text);
+  // Greedy: the story model alone writes prose (the check below fails without the constraint).
+  const free = await client.chat.completions.create({ model: "m", messages, temperature: 0, max_tokens: 64 });
+  check(!valid(free.choices[0].message.content, formats[2][2]), "without response_format the model writes no JSON");
+  const g = await client.chat.completions.create({ model: "m", messages, temperature: 0, max_tokens: 200, response_format: formats[2][1] });
+  check(g.choices[0].finish_reason === "stop" && valid(g.choices[0].message.content, formats[2][2]),
+        "response_format, greedy: valid JSON where the model alone writes prose", `${g.choices[0].finish_reason} ${g.choices[0].message.content}`);
+  const c = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: 200, response_format: formats[2][1] });
+  check(c.choices[0].finish_reason === "stop" && valid(c.choices[0].text, formats[2][2]), "response_format on /v1/completions", c.choices[0].text);
+  const cut = await client.chat.completions.create({ model: "m", messages, temperature: 1, seed: 1, max_tokens: 3, response_format: formats[1][1] });
+  eq([cut.choices[0].finish_reason, valid(cut.choices[0].message.content, formats[1][2])], ["length", false],
+     "response_format, max_tokens 3: finish_reason length, the text incomplete");
+  let e = await raw(base, "/v1/chat/completions", { messages, response_format: { type: "json_schema", json_schema: { name: "x",
+                    schema: { type: "object", properties: { a: { type: "string", pattern: "^x" } } } } } });
+  check(e.status === 400 && e.json?.error?.param === "response_format" && /'pattern'/.test(e.json.error.message) &&
+        /\/properties\/a/.test(e.json.error.message), "unsupported schema keyword: 400 naming it and where", e.text);
+  e = await raw(base, "/v1/chat/completions", { messages, response_format: { type: "xml" } });
+  eq([e.status, e.json?.error?.param], [400, "response_format"], "response_format type xml: 400 param response_format");
+}
+
 async function testErrors(base, client) {
   let r = await raw(base, "/v1/chat/completions", null, { rawBody: "{not json" });
   check(r.status === 400 && r.json?.error?.type === "invalid_request_error", "malformed JSON: 400 error object", r.text);
@@ -400,6 +462,7 @@ async function main() {
   await testChat(client, chatRef);
   await testCompletions(client, refA);
   await testLogprobs(base, client, refA);
+  await testResponseFormat(base, client);
   await testErrors(base, client);
   await testTokenize(base);
   await testConcurrent(client, longA, longB, promptB);
