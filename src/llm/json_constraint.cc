@@ -619,6 +619,14 @@ TokenBytes::TokenBytes(std::vector<std::string> pieces) : pieces_(std::move(piec
     while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
     lcp_[i] = n;
   }
+  plain_.assign(pieces_.size(), 0);
+  for (size_t i = 0; i < pieces_.size(); ++i) {
+    Frame f;
+    f.kind = Kind::kString;
+    bool ok = !pieces_[i].empty();
+    for (char c : pieces_[i]) ok = ok && c != '"' && c != '\\' && Utf8Byte(f, static_cast<uint8_t>(c));
+    plain_[i] = ok && f.utf8_need == 0;
+  }
 }
 
 JsonMatcher::JsonMatcher(std::shared_ptr<const JsonGrammar> g) : g_(std::move(g)) {
@@ -652,24 +660,38 @@ void JsonMatcher::AllowedTokens(const TokenBytes& vocab, std::vector<uint8_t>* a
   const Stepper stepper(*g_);
   // Tokens in byte order: levels[d] holds the parses after the first d bytes of the current token, shared
   // with the next token as far as their common prefix; a prefix that died rules out every token under it.
-  std::vector<std::vector<State>> levels(1, states_);
+  std::vector<std::vector<State>> levels(1, states_);  // a pool: levels past `top` keep their capacity
+  size_t top = 0;  // levels[0..top] are valid for the last token walked
   size_t dead_at = SIZE_MAX;
+  // Inside a string every parse stays as it is through plain string bytes: those tokens need no walk.
+  const bool in_string = std::all_of(states_.begin(), states_.end(), [](const State& st) {
+    const Frame& f = st.stack.empty() ? Frame{} : st.stack.back();
+    return !st.stack.empty() && f.kind == Kind::kString && f.phase == 0 && f.utf8_need == 0;
+  });
+  size_t shared = 0;  // bytes the current token shares with the last token walked
   for (size_t k = 0; k < vocab.order_.size(); ++k) {
-    const std::string& p = vocab.pieces_[static_cast<size_t>(vocab.order_[k])];
-    const size_t shared = k == 0 ? 0 : vocab.lcp_[k];
-    if (dead_at <= shared) continue;
+    const int32_t id = vocab.order_[k];
+    const std::string& p = vocab.pieces_[static_cast<size_t>(id)];
+    shared = std::min(shared, static_cast<size_t>(vocab.lcp_[k]));
+    if (in_string && vocab.plain_[static_cast<size_t>(id)]) {
+      (*allowed)[static_cast<size_t>(id)] = 1;
+      continue;
+    }
+    const size_t common = shared;
+    shared = SIZE_MAX;
+    if (dead_at <= common) continue;
     dead_at = SIZE_MAX;
-    levels.resize(std::min(levels.size(), shared + 1));
-    for (size_t d = levels.size() - 1; d < p.size(); ++d) {
-      std::vector<State> next;
-      FeedAll(stepper, levels[d], static_cast<uint8_t>(p[d]), &next);
-      if (next.empty()) {
+    top = std::min(top, common);
+    for (size_t d = top; d < p.size(); ++d) {
+      if (levels.size() <= d + 1) levels.resize(d + 2);
+      FeedAll(stepper, levels[d], static_cast<uint8_t>(p[d]), &levels[d + 1]);
+      if (levels[d + 1].empty()) {
         dead_at = d + 1;
         break;
       }
-      levels.push_back(std::move(next));
+      top = d + 1;
     }
-    if (dead_at == SIZE_MAX) (*allowed)[static_cast<size_t>(vocab.order_[k])] = 1;
+    if (dead_at == SIZE_MAX) (*allowed)[static_cast<size_t>(id)] = 1;
   }
 }
 

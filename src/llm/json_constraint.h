@@ -50,6 +50,7 @@ class TokenBytes {
   std::vector<std::string> pieces_;
   std::vector<int32_t> order_;  // ids by their bytes
   std::vector<uint32_t> lcp_;   // bytes order_[i] shares with order_[i - 1]
+  std::vector<uint8_t> plain_;  // whole characters without quote, backslash or control bytes: string content
 };
 
 // The text generated so far, as the set of parses it may continue.
