@@ -31,7 +31,8 @@ struct Node {
   std::vector<int> alts;    // the concrete nodes (no anyOf, no $ref) a value of this node may be
 };
 
-const std::vector<std::string> kBoolLiterals = {"true", "false"};
+// Literal candidates are sorted (byte order): those sharing a prefix are one range.
+const std::vector<std::string> kBoolLiterals = {"false", "true"};
 const std::vector<std::string> kNullLiterals = {"null"};
 
 }  // namespace
@@ -112,7 +113,7 @@ class Compiler {
     return Status::Ok();
   }
 
-  Result<int> Ref(const std::string& ref, const std::string& where) {
+  Result<int> Ref(const std::string& ref, const std::string& where, int depth) {
     if (auto it = refs_.find(ref); it != refs_.end()) return it->second;
     if (ref.empty() || ref[0] != '#') return Bad(where, "$ref '" + ref + "': only local references (#/$defs/NAME) are supported");
     json::json_pointer ptr;
@@ -125,7 +126,7 @@ class Compiler {
     auto id = NewNode(where);
     if (!id.ok()) return id;
     refs_[ref] = *id;  // before compiling the target: a recursive reference finds it
-    auto target = Compile(root_.at(ptr), ref.substr(1), 0);
+    auto target = Compile(root_.at(ptr), ref.substr(1), depth + 1);  // references count toward the depth
     if (!target.ok()) return target;
     g_.nodes[static_cast<size_t>(*id)].ref = *target;
     return *id;
@@ -154,6 +155,8 @@ class Compiler {
     for (const json& v : values)
       if ((TypeOf(v) & n->types) != 0) n->literals.push_back(v.dump());
     if (n->literals.empty()) return Bad(where + (is_enum ? "/enum" : "/const"), "no value of the allowed types");
+    std::sort(n->literals.begin(), n->literals.end());
+    n->literals.erase(std::unique(n->literals.begin(), n->literals.end()), n->literals.end());
     n->types = kAllTypes;  // the literals decide
     return Status::Ok();
   }
@@ -164,6 +167,8 @@ class Compiler {
     if (props.size() > static_cast<size_t>(kMaxSchemaProperties))
       return Bad(where + "/properties", "more than " + std::to_string(kMaxSchemaProperties) + " properties");
     for (const auto& [name, sub] : props.items()) {
+      if (name.size() > kMaxNameBytes)
+        return Bad(where + "/properties", "a property name longer than " + std::to_string(kMaxNameBytes) + " bytes");
       auto c = Compile(sub, where + "/properties/" + PointerEscape(name), depth_ + 1);
       if (!c.ok()) return c.status();
       const std::string quoted = json(name).dump();
@@ -216,7 +221,7 @@ class Compiler {
     }
     if (has_ref) {
       if (!s["$ref"].is_string()) return Bad(where + "/$ref", "must be a string");
-      return Ref(s["$ref"].get<std::string>(), where + "/$ref");
+      return Ref(s["$ref"].get<std::string>(), where + "/$ref", depth);
     }
     auto id = NewNode(where);
     if (!id.ok()) return id;
@@ -297,12 +302,13 @@ struct Frame {
   int32_t pending = -1;  // Object: the node of the value after the key just read
   uint32_t count = 0;    // Number: bytes so far
   uint64_t seen = 0;     // Object: declared properties present
-  const std::vector<std::string>* lits = nullptr;  // Literal: the candidates
-  std::string buf;       // Key, Literal: bytes so far
+  const std::vector<std::string>* lits = nullptr;  // Literal: the sorted candidates
+  uint32_t lo = 0, hi = 0;  // Literal: the candidates that begin with the `count` bytes read
+  std::string buf;       // Key: bytes so far
   bool operator==(const Frame& o) const {
     return kind == o.kind && phase == o.phase && utf8_need == o.utf8_need && utf8_lead == o.utf8_lead &&
            int_only == o.int_only && node == o.node && pending == o.pending && count == o.count && seen == o.seen &&
-           lits == o.lits && buf == o.buf;
+           lits == o.lits && lo == o.lo && hi == o.hi && buf == o.buf;
   }
 };
 
@@ -376,10 +382,22 @@ bool NumberByte(Frame& f, uint8_t b) {
 
 bool NumberDone(const Frame& f) { return f.phase == 2 || f.phase == 3 || f.phase == 5 || f.phase == 8; }
 
-bool LiteralDone(const Frame& f) { return std::find(f.lits->begin(), f.lits->end(), f.buf) != f.lits->end(); }
+// The candidates in [lo, hi) share their first `count` bytes; a complete one sorts first.
+bool LiteralDone(const Frame& f) { return f.lo < f.hi && (*f.lits)[f.lo].size() == f.count; }
 
-bool AnyStartsWith(const std::vector<std::string>& v, const std::string& prefix) {
-  return std::any_of(v.begin(), v.end(), [&](const std::string& s) { return s.compare(0, prefix.size(), prefix) == 0; });
+// Narrows a literal's candidates to those whose next byte is b (a range again: they are sorted).
+bool LiteralByte(Frame& f, uint8_t b) {
+  const std::vector<std::string>& v = *f.lits;
+  const size_t at = f.count;
+  auto key = [at](const std::string& s) { return s.size() > at ? static_cast<int>(static_cast<uint8_t>(s[at])) : -1; };
+  const auto first = v.begin() + f.lo, last = v.begin() + f.hi;
+  const auto lo = std::lower_bound(first, last, static_cast<int>(b), [&](const std::string& s, int x) { return key(s) < x; });
+  const auto hi = std::upper_bound(lo, last, static_cast<int>(b), [&](int x, const std::string& s) { return x < key(s); });
+  if (lo == hi) return false;
+  f.lo = static_cast<uint32_t>(lo - v.begin());
+  f.hi = static_cast<uint32_t>(hi - v.begin());
+  ++f.count;
+  return true;
 }
 
 }  // namespace
@@ -424,9 +442,7 @@ class Stepper {
           st.stack.pop_back();  // the byte ends the number: the container reads it
           continue;
         case Kind::kLiteral:
-          f.buf.push_back(static_cast<char>(b));
-          if (AnyStartsWith(*f.lits, f.buf)) return Accept(std::move(st), out);
-          f.buf.pop_back();
+          if (LiteralByte(f, b)) return Accept(std::move(st), out);
           if (!LiteralDone(f)) return;
           st.stack.pop_back();
           continue;
@@ -466,8 +482,8 @@ class Stepper {
     if (n.has_literals || ((b == 't' || b == 'f') && (n.types & kBool)) || (b == 'n' && (n.types & kNull))) {
       f.kind = Kind::kLiteral;
       f.lits = n.has_literals ? &n.literals : b == 'n' ? &kNullLiterals : &kBoolLiterals;
-      f.buf.assign(1, static_cast<char>(b));
-      if (!AnyStartsWith(*f.lits, f.buf)) return;
+      f.hi = static_cast<uint32_t>(f.lits->size());
+      if (!LiteralByte(f, b)) return;
     } else if (b == '{' && (n.types & kObj)) {
       if (st.depth >= kMaxOutputDepth) return;
       ++st.depth;

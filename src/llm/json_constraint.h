@@ -29,6 +29,7 @@ inline constexpr size_t kMaxParses = 64;          // alternatives (anyOf) follow
 inline constexpr int kMaxWhitespaceRun = 1;       // whitespace bytes in a row between JSON tokens
 inline constexpr int kMaxNumberBytes = 32;        // bytes of one number
 inline constexpr int kMaxFreeKeyBytes = 256;      // bytes of a key that is not a declared property
+inline constexpr size_t kMaxNameBytes = 1024;     // bytes of a declared property's name
 
 struct JsonGrammar;  // a compiled schema
 

@@ -76,6 +76,16 @@ TEST(JsonConstraint, BoundsWhitespaceAndDepth) {
   EXPECT_FALSE(PrefixOk(obj, deep + "["));
 }
 
+TEST(JsonConstraint, EnumPrefixes) {
+  auto g = Compile(R"({"enum": ["ab", "a", 12, 1, "abc", null, {"k": [1]}, 1]})");
+  ASSERT_TRUE(g);
+  for (const char* ok : {R"("a")", R"("ab")", R"("abc")", "1", "12", "null", R"({"k":[1]})"}) EXPECT_TRUE(Accepts(g, ok)) << ok;
+  for (const char* bad : {R"("abcd")", R"("b")", "123", "2", R"({"k": [1]})", R"("")", "nul"}) EXPECT_FALSE(Accepts(g, bad)) << bad;
+  auto obj = Compile(R"({"type": "object", "properties": {"e": {"enum": [1, 12]}}, "required": ["e"], "additionalProperties": false})");
+  EXPECT_TRUE(Accepts(obj, R"({"e":1})"));  // the literal 1 ends at '}' although 12 shares its first byte
+  EXPECT_TRUE(Accepts(obj, R"({"e":12 })"));
+}
+
 TEST(JsonConstraint, RecursiveRef) {
   auto g = Compile(R"({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object", "additionalProperties": false,
       "properties": {"v": {"type": "integer"}, "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}}, "required": ["v", "next"]}}})");
@@ -112,6 +122,16 @@ TEST(JsonConstraint, RefusesNamingTheKeyword) {
   auto g = CompileJsonSchema(deep);
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("nested deeper than"), std::string::npos) << g.status().message();
+  nlohmann::json chain = {{"$ref", "#/$defs/d0"}, {"$defs", nlohmann::json::object()}};
+  for (int i = 0; i < 1000; ++i)  // each definition an array of the next: deep through references alone
+    chain["$defs"]["d" + std::to_string(i)] = {{"type", "array"}, {"items", {{"$ref", "#/$defs/d" + std::to_string(i + 1)}}}};
+  chain["$defs"]["d1000"] = {{"type", "null"}};
+  g = CompileJsonSchema(chain.dump());
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("nested deeper than"), std::string::npos) << g.status().message();
+  g = CompileJsonSchema(nlohmann::json({{"properties", {{std::string(kMaxNameBytes + 1, 'k'), nlohmann::json::object()}}}}).dump());
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("property name longer"), std::string::npos) << g.status().message();
   nlohmann::json many = {{"type", "object"}, {"properties", nlohmann::json::object()}};
   for (int i = 0; i <= kMaxSchemaProperties; ++i) many["properties"]["p" + std::to_string(i)] = {{"type", "null"}};
   g = CompileJsonSchema(many.dump());
