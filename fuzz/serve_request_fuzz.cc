@@ -24,6 +24,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto e = ParseBody(edgedecode::fuzz::AsText(data, size), &b)) return Reply(e), 0;
   GenParams p;
   Reply(ParseGenParams(b, &p));
+  Reply(ParseLogprobs(b, true, &p));
+  Reply(ParseLogprobs(b, false, &p));
+  Reply(ParseResponseFormat(b, &p));
   nlohmann::ordered_json messages;
   if (auto e = ParseMessages(b, &messages)) Reply(e);
   else (void)messages.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -55,22 +55,64 @@ ojson Envelope(const Shape& s, bool chunk) {
   return {{"id", s.id}, {"object", object}, {"created", s.created}, {"model", s.model}, {"system_fingerprint", "edgedecode"}};
 }
 
-ojson WholeResponse(const Shape& s, const std::string& text, const std::string& finish, int completion_tokens) {
+ojson Bytes(const std::string& s) {
+  ojson b = ojson::array();
+  for (unsigned char c : s) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+// Log-probabilities in the route's shape: chat's {"content": [{token, logprob, bytes, top_logprobs}]}, or
+// the legacy completions' parallel arrays {tokens, token_logprobs, top_logprobs, text_offset}, whose
+// offsets (bytes into the completion text) continue from *offset.
+ojson LogprobsJson(bool chat, const std::vector<TokenLogprob>& lps, size_t* offset) {
+  if (chat) {
+    ojson content = ojson::array();
+    for (const TokenLogprob& t : lps) {
+      ojson top = ojson::array();
+      for (const TopLogprob& a : t.top) top.push_back({{"token", a.token}, {"logprob", a.logprob}, {"bytes", Bytes(a.token)}});
+      content.push_back({{"token", t.token}, {"logprob", t.logprob}, {"bytes", Bytes(t.token)}, {"top_logprobs", top}});
+    }
+    return {{"content", content}, {"refusal", nullptr}};
+  }
+  ojson tokens = ojson::array(), values = ojson::array(), tops = ojson::array(), offsets = ojson::array();
+  for (const TokenLogprob& t : lps) {
+    tokens.push_back(t.token);
+    values.push_back(t.logprob);
+    ojson top = ojson::object();
+    for (const TopLogprob& a : t.top)
+      if (!top.contains(a.token)) top[a.token] = a.logprob;  // two ids with the same text: the likelier one
+    tops.push_back(top);
+    offsets.push_back(*offset);
+    *offset += t.token.size();
+  }
+  return {{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
+// What a choice carries under "logprobs": null when they were not asked for.
+ojson ChoiceLogprobs(const Shape& s, const std::vector<TokenLogprob>* lps, size_t* offset) {
+  return lps == nullptr ? ojson(nullptr) : LogprobsJson(s.chat, *lps, offset);
+}
+
+ojson WholeResponse(const Shape& s, const std::string& text, const std::string& finish, int completion_tokens,
+                    const std::vector<TokenLogprob>* lps) {
   ojson j = Envelope(s, false);
   ojson choice = {{"index", 0}};
   if (s.chat)
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   else
     choice["text"] = text;
-  choice["logprobs"] = nullptr;
+  size_t offset = 0;
+  choice["logprobs"] = ChoiceLogprobs(s, lps, &offset);
   choice["finish_reason"] = finish;
   j["choices"] = ojson::array({choice});
   j["usage"] = Usage(s, completion_tokens);
   return j;
 }
 
-// One streamed chunk: text (or, with finish set, the last chunk and its finish_reason).
-std::string ChunkEvent(const Shape& s, const std::string& text, const std::string& finish, bool role) {
+// One streamed chunk: text (or, with finish set, the last chunk and its finish_reason), and the
+// log-probabilities of the tokens generated since the previous chunk (lps null: not asked for).
+std::string ChunkEvent(const Shape& s, const std::string& text, const std::string& finish, bool role,
+                       const std::vector<TokenLogprob>* lps = nullptr, size_t* offset = nullptr) {
   ojson j = Envelope(s, true);
   ojson choice = {{"index", 0}};
   if (s.chat) {
@@ -80,7 +122,7 @@ std::string ChunkEvent(const Shape& s, const std::string& text, const std::strin
   } else {
     choice["text"] = text;
   }
-  choice["logprobs"] = nullptr;
+  choice["logprobs"] = ChoiceLogprobs(s, lps, offset);
   choice["finish_reason"] = finish.empty() ? ojson(nullptr) : ojson(finish);
   j["choices"] = ojson::array({choice});
   return "data: " + DumpJson(j) + "\n\n";
@@ -98,6 +140,9 @@ struct Stream {
   std::shared_ptr<Job> job;
   Shape shape;
   bool include_usage = false, started = false;
+  bool logprobs = false;
+  std::vector<TokenLogprob> pending;  // log-probabilities not yet sent (their tokens' text was held back)
+  size_t text_offset = 0;
 };
 
 bool Write(httplib::DataSink& sink, const std::string& s) { return sink.write(s.data(), s.size()); }
@@ -111,9 +156,25 @@ bool StreamStep(Stream& st, httplib::DataSink& sink) {
     if (st.shape.chat && !Write(sink, ChunkEvent(st.shape, "", "", true))) return job.cancelled = true, false;
   }
   std::vector<std::string> pieces;
-  const bool done = job.WaitPieces(&pieces, 100);
+  const bool done = job.WaitPieces(&pieces, 100, &st.pending);
+  // A token's log-probability rides on its own chunk when every token gave one piece; otherwise (text
+  // held back by a stop string or a split UTF-8 character) on the last chunk of this round, or the finish one.
+  auto take = [&st]() -> const std::vector<TokenLogprob>* { return st.logprobs ? &st.pending : nullptr; };
   std::string events;
-  for (const std::string& p : pieces) events += ChunkEvent(st.shape, p, "", false);
+  if (st.logprobs && pieces.size() == st.pending.size()) {
+    std::vector<TokenLogprob> one(1);
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      one[0] = std::move(st.pending[i]);
+      events += ChunkEvent(st.shape, pieces[i], "", false, &one, &st.text_offset);
+    }
+    st.pending.clear();
+  } else {
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      const bool last = i + 1 == pieces.size();
+      events += ChunkEvent(st.shape, pieces[i], "", false, last ? take() : nullptr, &st.text_offset);
+      if (last) st.pending.clear();
+    }
+  }
   if (!events.empty() && !Write(sink, events)) return job.cancelled = true, false;
   if (!done) return true;
   std::string tail;
@@ -121,7 +182,7 @@ bool StreamStep(Stream& st, httplib::DataSink& sink) {
     ApiError e = StatusToError(job.error);
     tail = "data: " + DumpJson(ojson{{"error", {{"message", e.message}, {"type", e.type}, {"param", nullptr}, {"code", e.code}}}}) + "\n\n";
   } else {
-    tail = ChunkEvent(st.shape, "", job.finish_reason, false);
+    tail = ChunkEvent(st.shape, "", job.finish_reason, false, st.pending.empty() ? nullptr : take(), &st.text_offset);
     if (st.include_usage) tail += UsageEvent(st.shape, job.completion_tokens);
   }
   tail += "data: [DONE]\n\n";
@@ -225,6 +286,8 @@ void Api::Generate(const std::string& body, bool chat, httplib::Response& res) {
   if (auto e = ParseBody(body, &b)) return SendError(res, *e);
   GenParams p;
   if (auto e = ParseGenParams(b, &p)) return SendError(res, *e);
+  if (auto e = ParseLogprobs(b, chat, &p)) return SendError(res, *e);
+  if (auto e = ParseResponseFormat(b, &p)) return SendError(res, *e);
   const tok::Tokenizer& tk = model_->tokenizer();
   std::vector<int32_t> prompt;
   const char* prompt_param = chat ? "messages" : "prompt";
@@ -258,6 +321,8 @@ void Api::Generate(const std::string& body, bool chat, httplib::Response& res) {
   job->sampling = p.sampling;
   job->stops = p.stops;
   job->ignore_eos = p.ignore_eos;
+  job->top_logprobs = p.top_logprobs;
+  job->grammar = p.grammar;
   // Counted before Submit: a drain that sees 0 in flight never misses an accepted job.
   ++in_flight_;
   if (Status st = sched_->Submit(job); !st.ok()) {
@@ -271,6 +336,7 @@ void Api::Generate(const std::string& body, bool chat, httplib::Response& res) {
     st->job = job;
     st->shape = shape;
     st->include_usage = p.include_usage;
+    st->logprobs = p.top_logprobs >= 0;
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream", [st](size_t, httplib::DataSink& sink) { return StreamStep(*st, sink); },
@@ -281,13 +347,14 @@ void Api::Generate(const std::string& body, bool chat, httplib::Response& res) {
     return;
   }
   std::vector<std::string> pieces;
-  while (!job->WaitPieces(&pieces, 1000)) {
+  std::vector<TokenLogprob> lps;
+  while (!job->WaitPieces(&pieces, 1000, &lps)) {
   }
   --in_flight_;
   std::string text;
   for (const std::string& p : pieces) text += p;
   if (!job->error.ok()) return SendError(res, StatusToError(job->error));
-  SendJson(res, WholeResponse(shape, text, job->finish_reason, job->completion_tokens));
+  SendJson(res, WholeResponse(shape, text, job->finish_reason, job->completion_tokens, p.top_logprobs >= 0 ? &lps : nullptr));
 }
 
 void Api::Tokenize(const std::string& body, httplib::Response& res) const {

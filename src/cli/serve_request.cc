@@ -115,6 +115,52 @@ std::optional<ApiError> ParseGenParams(const json& b, GenParams* p) {
   return ParseStream(b, p);
 }
 
+std::optional<ApiError> ParseLogprobs(const json& b, bool chat, GenParams* p) {
+  p->top_logprobs = -1;
+  if (!chat) {
+    int64_t n = -1;
+    if (auto e = IntField(b, "logprobs", 0, 5, &n)) return e;
+    p->top_logprobs = static_cast<int>(n);
+    return std::nullopt;
+  }
+  bool on = false;
+  if (Present(b, "logprobs")) {
+    if (!b["logprobs"].is_boolean()) return BadParam("logprobs", "must be a boolean");
+    on = b["logprobs"].get<bool>();
+  }
+  int64_t top = 0;
+  if (auto e = IntField(b, "top_logprobs", 0, 20, &top)) return e;
+  if (Present(b, "top_logprobs") && !on) return BadParam("top_logprobs", "needs \"logprobs\": true");
+  if (on) p->top_logprobs = static_cast<int>(top);
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseResponseFormat(const json& b, GenParams* p) {
+  p->grammar.reset();
+  if (!Present(b, "response_format")) return std::nullopt;
+  const json& rf = b["response_format"];
+  const std::string type = rf.is_object() && rf.contains("type") && rf["type"].is_string() ? rf["type"].get<std::string>() : "";
+  if (type == "text") return std::nullopt;
+  if (type == "json_object") {
+    p->grammar = llm::AnyJsonObjectGrammar();
+    return std::nullopt;
+  }
+  if (type != "json_schema")
+    return BadParam("response_format", "must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or {\"type\": \"json_schema\", ...}");
+  const json js = rf.value("json_schema", json());
+  if (!js.is_object()) return BadParam("response_format", "json_schema must be an object {name, schema, strict}");
+  if (js.contains("name") && !js["name"].is_string()) return BadParam("response_format", "json_schema.name must be a string");
+  if (Present(js, "strict") && !js["strict"].is_boolean()) return BadParam("response_format", "json_schema.strict must be a boolean");
+  if (!Present(js, "schema")) {  // no schema: any JSON object, as json_object
+    p->grammar = llm::AnyJsonObjectGrammar();
+    return std::nullopt;
+  }
+  auto g = llm::CompileJsonSchema(js["schema"].dump());
+  if (!g.ok()) return BadParam("response_format", "json_schema." + g.status().message());
+  p->grammar = *g;
+  return std::nullopt;
+}
+
 std::optional<ApiError> ParseMessages(const json& b, ojson* out) {
   if (!b.contains("messages") || !b["messages"].is_array() || b["messages"].empty())
     return BadParam("messages", "must be a non-empty array of {role, content} objects");

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "llm/json_constraint.h"
 #include "llm/sampler.h"
 
 namespace edgedecode::cli::serve {
@@ -35,12 +36,23 @@ struct GenParams {
   llm::SamplerParams sampling;
   std::vector<std::string> stops;
   bool stream = false, include_usage = false, ignore_eos = false;
+  // Alternatives listed beside each generated token's log-probability; -1: no logprobs at all.
+  int top_logprobs = -1;
+  // response_format json_object / json_schema: the grammar the output is constrained to; null: free text.
+  std::shared_ptr<const llm::JsonGrammar> grammar;
 };
 
 // A JSON object body; a 400 naming the problem otherwise.
 std::optional<ApiError> ParseBody(std::string_view body, nlohmann::json* out);
 // n, max_tokens, sampling (OpenAI's defaults; a random seed when none is given), stop, ignore_eos, stream.
 std::optional<ApiError> ParseGenParams(const nlohmann::json& b, GenParams* p);
+// logprobs: chat's `logprobs` (a boolean) and `top_logprobs` (0..20, only with logprobs true), or the
+// legacy completions' `logprobs` (an integer 0..5, the alternatives per token), into p->top_logprobs.
+std::optional<ApiError> ParseLogprobs(const nlohmann::json& b, bool chat, GenParams* p);
+// response_format: {"type": "text"}, {"type": "json_object"} or {"type": "json_schema", "json_schema":
+// {"name", "schema", "strict", "description"}} into p->grammar; an unsupported schema keyword is a 400
+// (param response_format) naming it and where it is.
+std::optional<ApiError> ParseResponseFormat(const nlohmann::json& b, GenParams* p);
 // /v1/chat/completions: OpenAI messages to the {role, content} array the chat template reads; content
 // parts of type "text" are joined.
 std::optional<ApiError> ParseMessages(const nlohmann::json& b, nlohmann::ordered_json* out);

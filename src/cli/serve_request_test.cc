@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace edgedecode::cli::serve {
 namespace {
 
@@ -80,6 +82,60 @@ TEST(ServeRequest, MessagesPromptAndTokens) {
   e = ParseTokenizeRequest(Body(R"({"content": "x", "add_special": 1})"), &t);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "add_special");
+}
+
+TEST(ServeRequest, ResponseFormat) {
+  GenParams p;
+  ASSERT_FALSE(ParseResponseFormat(Body(R"({"response_format": {"type": "text"}})"), &p));
+  EXPECT_FALSE(p.grammar);
+  ASSERT_FALSE(ParseResponseFormat(Body(R"({"response_format": {"type": "json_object"}})"), &p));
+  EXPECT_TRUE(p.grammar);
+  ASSERT_FALSE(ParseResponseFormat(Body(R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": true,
+      "schema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": false}}}})"), &p));
+  ASSERT_TRUE(p.grammar);
+  llm::JsonMatcher m(p.grammar);
+  EXPECT_TRUE(m.Advance(R"({"a": 12})") && m.Complete());
+  for (const auto& [body, want] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"response_format": {"type": "yaml"}})", "json_schema"},
+           {R"({"response_format": "json"})", "json_object"},
+           {R"({"response_format": {"type": "json_schema"}})", "json_schema must be an object"},
+           {R"({"response_format": {"type": "json_schema", "json_schema": {"name": 1, "schema": {}}}})", "name"},
+           {R"({"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "string", "minLength": 2}}}})", "'minLength'"},
+           {R"({"response_format": {"type": "json_schema", "json_schema": {"schema": {"properties": {"a b": {"not": {}}}}}}})",
+            "/properties/a b: unsupported keyword 'not'"}}) {
+    auto e = ParseResponseFormat(Body(body), &p);
+    ASSERT_TRUE(e) << body;
+    EXPECT_EQ(e->status, 400);
+    EXPECT_EQ(e->param, "response_format");
+    EXPECT_NE(e->message.find(want), std::string::npos) << e->message;
+  }
+}
+
+TEST(ServeRequest, Logprobs) {
+  GenParams p;
+  ASSERT_FALSE(ParseLogprobs(Body(R"({"logprobs": true, "top_logprobs": 20})"), true, &p));
+  EXPECT_EQ(p.top_logprobs, 20);
+  ASSERT_FALSE(ParseLogprobs(Body(R"({"logprobs": true})"), true, &p));
+  EXPECT_EQ(p.top_logprobs, 0);
+  ASSERT_FALSE(ParseLogprobs(Body(R"({"logprobs": false})"), true, &p));
+  EXPECT_EQ(p.top_logprobs, -1);
+  ASSERT_FALSE(ParseLogprobs(Body(R"({"logprobs": 3})"), false, &p));
+  EXPECT_EQ(p.top_logprobs, 3);
+  ASSERT_FALSE(ParseLogprobs(Body(R"({"logprobs": null})"), false, &p));
+  EXPECT_EQ(p.top_logprobs, -1);
+  for (const auto& [body, chat, param] : std::vector<std::tuple<std::string, bool, std::string>>{
+           {R"({"logprobs": true, "top_logprobs": 21})", true, "top_logprobs"},
+           {R"({"logprobs": true, "top_logprobs": -1})", true, "top_logprobs"},
+           {R"({"top_logprobs": 2})", true, "top_logprobs"},
+           {R"({"logprobs": 1})", true, "logprobs"},
+           {R"({"logprobs": 6})", false, "logprobs"},
+           {R"({"logprobs": true})", false, "logprobs"}}) {
+    auto e = ParseLogprobs(Body(body), chat, &p);
+    ASSERT_TRUE(e) << body;
+    EXPECT_EQ(e->status, 400);
+    EXPECT_EQ(e->param, param) << body;
+    EXPECT_NE(e->message.find(param), std::string::npos) << e->message;
+  }
 }
 
 }  // namespace

@@ -2,17 +2,23 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
+#include <optional>
 
 #include "llm/prefix_reuse.h"
 #include "llm/stop_strings.h"
 
 namespace edgedecode::cli::serve {
 
-bool Job::WaitPieces(std::vector<std::string>* out, int timeout_ms) {
+bool Job::WaitPieces(std::vector<std::string>* out, int timeout_ms, std::vector<TokenLogprob>* lp) {
   std::unique_lock<std::mutex> lk(mu);
   cv.wait_for(lk, std::chrono::milliseconds(timeout_ms), [&] { return !pieces.empty() || done; });
   for (std::string& p : pieces) out->push_back(std::move(p));
   pieces.clear();
+  if (lp != nullptr)
+    for (TokenLogprob& t : logprobs) lp->push_back(std::move(t));
+  logprobs.clear();
   return done;
 }
 
@@ -27,6 +33,10 @@ struct Scheduler::Slot {
   tok::Utf8Stream utf8;
   int32_t prev = -1;
   int generated = 0;
+  std::vector<std::pair<double, int32_t>> ranked;  // scratch of TokenLogprobOf
+  std::optional<llm::JsonMatcher> matcher;  // the job's response_format
+  std::vector<float> masked;                 // scratch of SampleConstrained
+  std::vector<uint8_t> allowed;
 };
 
 namespace {
@@ -38,11 +48,43 @@ size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b
   return n;
 }
 
+// The chosen token's log-softmax over the raw logits (double precision: exact enough to compare with
+// `edgedecode logits`) and the top n alternatives.
+TokenLogprob TokenLogprobOf(const float* logits, int n_vocab, int32_t chosen, const std::string& piece, int n,
+                            const tok::Tokenizer& tk, std::vector<std::pair<double, int32_t>>* ranked) {
+  double mx = logits[0];
+  for (int v = 1; v < n_vocab; ++v) mx = std::max(mx, static_cast<double>(logits[v]));
+  double sum = 0;
+  for (int v = 0; v < n_vocab; ++v) sum += std::exp(static_cast<double>(logits[v]) - mx);
+  const double log_z = mx + std::log(sum);
+  TokenLogprob t;
+  t.token = piece;
+  t.logprob = static_cast<float>(logits[chosen] - log_z);
+  n = std::min(n, n_vocab);
+  if (n <= 0) return t;
+  ranked->resize(static_cast<size_t>(n_vocab));
+  for (int v = 0; v < n_vocab; ++v) (*ranked)[static_cast<size_t>(v)] = {logits[v], v};
+  std::partial_sort(ranked->begin(), ranked->begin() + n, ranked->end(),
+                    [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  for (int k = 0; k < n; ++k) {
+    const auto& [logit, id] = (*ranked)[static_cast<size_t>(k)];
+    t.top.push_back({id == chosen ? piece : tk.TokenToPiece(id, true), static_cast<float>(logit - log_z)});
+  }
+  return t;
+}
+
+std::vector<std::string> VocabPieces(const tok::Tokenizer& tk) {
+  std::vector<std::string> pieces(static_cast<size_t>(tk.vocab_size()));
+  for (int32_t id = 0; id < tk.vocab_size(); ++id)
+    if (!tk.IsEndOfGeneration(id)) pieces[static_cast<size_t>(id)] = tk.TokenToPiece(id);  // control tokens: ""
+  return pieces;
+}
+
 }  // namespace
 
 Scheduler::Scheduler(std::vector<std::unique_ptr<llm::Context>> contexts, const tok::Tokenizer& tk, int n_batch,
                      int queue_limit)
-    : tk_(tk), n_batch_(std::max(1, n_batch)), queue_limit_(static_cast<size_t>(std::max(0, queue_limit))) {
+    : tk_(tk), vocab_bytes_(VocabPieces(tk)), n_batch_(std::max(1, n_batch)), queue_limit_(static_cast<size_t>(std::max(0, queue_limit))) {
   for (auto& c : contexts) {
     auto s = std::make_unique<Slot>();
     s->ctx = std::move(c);
@@ -125,6 +167,8 @@ void Scheduler::AssignLocked() {
     s.utf8 = tok::Utf8Stream();
     s.prev = job->prompt.back();
     s.generated = 0;
+    s.matcher.reset();
+    if (job->grammar) s.matcher.emplace(job->grammar);
     ++busy_;
     totals_.prompt_tokens += job->prompt.size();
   }
@@ -168,17 +212,24 @@ void Scheduler::Step(Slot& s) {
     return;
   }
   // Decode: the same order of checks as `run`, so that greedy output is the same token for token.
-  const int32_t next = s.sampler->Sample(ctx.logits(0), ctx.n_vocab());
+  const int32_t next = s.matcher ? SampleConstrained(s) : s.sampler->Sample(ctx.logits(0), ctx.n_vocab());
+  if (next < 0) return Finish(s, s.matcher->Complete() ? "stop" : "length");
+  if (s.matcher && tk_.IsEndOfGeneration(next)) return Finish(s, "stop");  // only allowed once complete
   if (!job.ignore_eos && tk_.IsEndOfGeneration(next)) return Finish(s, "stop");
   ++s.generated;
   std::string piece = tk_.TokenToPiece(next);
   // SentencePiece: the space a word carries is dropped right after BOS (as `run` and llama.cpp do).
   if (s.prev == tk_.bos() && tk_.model() == "llama" && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
   s.prev = next;
+  if (s.matcher) s.matcher->Advance(piece);  // allowed by the mask, so it advances
   const std::string out = s.stopper->Push(s.utf8.Push(piece));
+  std::optional<TokenLogprob> lp;
+  if (job.top_logprobs >= 0)
+    lp = TokenLogprobOf(ctx.logits(0), ctx.n_vocab(), next, piece, job.top_logprobs, tk_, &s.ranked);
   {
     std::lock_guard<std::mutex> jl(job.mu);
     job.completion_tokens = s.generated;
+    if (lp) job.logprobs.push_back(std::move(*lp));
     if (!out.empty()) {
       job.pieces.push_back(out);
       job.cv.notify_all();
@@ -192,6 +243,25 @@ void Scheduler::Step(Slot& s) {
   if (s.generated >= job.max_tokens || ctx.n_past() >= ctx.n_ctx()) return Finish(s, "length");
   if (Status st = ctx.Eval(&next, 1, false); !st.ok()) return Finish(s, "error", st);
   s.cached.push_back(next);
+}
+
+int32_t Scheduler::SampleConstrained(Slot& s) {
+  const llm::Context& ctx = *s.ctx;
+  const int nv = ctx.n_vocab();
+  const float* logits = ctx.logits(0);
+  s.matcher->AllowedTokens(vocab_bytes_, &s.allowed);
+  const bool complete = s.matcher->Complete();
+  s.masked.assign(logits, logits + nv);
+  bool any = false;
+  for (int v = 0; v < nv; ++v) {
+    const bool ok = v < vocab_bytes_.size() && (s.allowed[static_cast<size_t>(v)] || (complete && tk_.IsEndOfGeneration(v)));
+    if (!ok) s.masked[static_cast<size_t>(v)] = -std::numeric_limits<float>::infinity();
+    any = any || ok;
+  }
+  // Nothing may follow: a complete text without an end-of-generation token in the vocabulary, or a
+  // schema that the limits (depth, whitespace, number length) leave no way to finish.
+  if (!any) return -1;
+  return s.sampler->Sample(s.masked.data(), nv);
 }
 
 void Scheduler::Finish(Slot& s, const std::string& reason, const Status& error) {

@@ -18,10 +18,23 @@
 
 #include "edgedecode/status.h"
 #include "llm/context.h"
+#include "llm/json_constraint.h"
 #include "llm/sampler.h"
 #include "tok/tokenizer.h"
 
 namespace edgedecode::cli::serve {
+
+// A generated token's log-probability under the model (log-softmax of the raw logits over the whole
+// vocabulary, before temperature and the truncations), and the most likely alternatives at that step.
+struct TopLogprob {
+  std::string token;  // the token's bytes (control tokens rendered, e.g. "</s>")
+  float logprob = 0;
+};
+struct TokenLogprob {
+  std::string token;  // the bytes the token added to the output
+  float logprob = 0;
+  std::vector<TopLogprob> top;  // most likely first
+};
 
 // One generation request and the channel its tokens come back through. Shared by the handler thread
 // (which waits on it) and the scheduler thread (which fills it); every field below `mu` is guarded by it.
@@ -32,6 +45,8 @@ struct Job {
   llm::SamplerParams sampling;
   std::vector<std::string> stops;
   bool ignore_eos = false;  // generate past end-of-generation tokens (llama.cpp's extension)
+  int top_logprobs = -1;    // >= 0: record each token's TokenLogprob with this many alternatives
+  std::shared_ptr<const llm::JsonGrammar> grammar;  // not null: only tokens that keep the JSON valid
 
   // Set by the handler when the client is gone: the scheduler frees the slot within one step.
   std::atomic<bool> cancelled{false};
@@ -39,6 +54,7 @@ struct Job {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::string> pieces;  // text generated and not yet taken by the handler, one per token
+  std::vector<TokenLogprob> logprobs;  // with top_logprobs >= 0: one per generated token, not yet taken
   bool done = false;
   std::string finish_reason;   // "stop" or "length" once done
   int completion_tokens = 0;
@@ -46,8 +62,9 @@ struct Job {
   Status error;                // a failed forward pass
 
   // Blocks until text is available or the job is done (or timeout passed); appends the new pieces to
-  // *out (a stream sends one event each). Returns whether the job is done.
-  bool WaitPieces(std::vector<std::string>* out, int timeout_ms);
+  // *out (a stream sends one event each) and the new log-probabilities to *lp (when not null). Returns
+  // whether the job is done.
+  bool WaitPieces(std::vector<std::string>* out, int timeout_ms, std::vector<TokenLogprob>* lp = nullptr);
 };
 
 struct SchedulerStats {
@@ -82,7 +99,12 @@ class Scheduler {
   void Step(Slot& s);
   void Finish(Slot& s, const std::string& reason, const Status& error = Status::Ok());
 
+  // Samples the next token of a job with a grammar: the logits of the tokens that would break the JSON (and
+  // of end-of-generation until it is complete) are masked. -1: no token may follow (see Step).
+  int32_t SampleConstrained(Slot& s);
+
   const tok::Tokenizer& tk_;
+  const llm::TokenBytes vocab_bytes_;  // every token's bytes, for the response_format mask
   const int n_batch_;
   const size_t queue_limit_;
   std::vector<std::unique_ptr<Slot>> slots_;

@@ -13,11 +13,12 @@ import { fileURLToPath } from "node:url";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const oracle = path.resolve(here, "..", "..", "tools", "oracle");
 const require = createRequire(path.join(oracle, "package.json"));
-let OpenAI;
+let OpenAI, Ajv;
 try {
   OpenAI = require("openai");
+  Ajv = require("ajv");
 } catch (e) {
-  console.error("serve_test: npm openai is missing: run `make setup` (npm ci in tools/oracle)\n" + e.message);
+  console.error("serve_test: npm openai or ajv is missing: run `make setup` (npm ci in tools/oracle)\n" + e.message);
   process.exit(1);
 }
 
@@ -159,6 +160,124 @@ async function testCompletions(client, ref) {
   eq([st.choices[0].text, st.choices[0].finish_reason], [want, "stop"], `stop ${JSON.stringify(stop)}`);
   const ss = await collect(await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K, stop, stream: true }), false);
   eq([ss.text, ss.finish], [want, "stop"], "stop (stream)");
+}
+
+// logprobs, greedy: the chosen token is the most likely one (its logprob the largest of top_logprobs),
+// values <= 0, the alternatives' probabilities sum to <= 1, the token strings concatenate to the text;
+// and the first token's logprob is the log of its probability from `edgedecode logits` on the same ids.
+async function testLogprobs(base, client, ref) {
+  const tol = 1e-4;
+  const chatMessages = [{ role: "user", content: "Once upon a time" }];
+  const checkEntries = (entries, text, what) => {
+    check(entries.length > 0 && entries.every((e) => e.logprob <= 0 && e.top_logprobs.length === 5), `${what}: one entry per token, 5 alternatives`);
+    check(entries.every((e) => Math.abs(e.logprob - Math.max(...e.top_logprobs.map((t) => t.logprob))) < tol &&
+                               e.top_logprobs[0].token === e.token),
+          `${what}: greedy token is the most likely alternative`);
+    check(entries.every((e) => e.top_logprobs.reduce((a, t) => a + Math.exp(t.logprob), 0) <= 1 + tol), `${what}: alternatives sum to <= 1`);
+    check(entries.every((e) => Buffer.from(e.bytes).toString("latin1") === Buffer.from(e.token, "utf8").toString("latin1")),
+          `${what}: bytes are the token's UTF-8 bytes`);
+    eq(entries.map((e) => e.token).join(""), text, `${what}: tokens concatenate to the content`);
+  };
+  const c = await client.chat.completions.create({ model: "m", messages: chatMessages, temperature: 0, max_tokens: K, logprobs: true, top_logprobs: 5 });
+  checkEntries(c.choices[0].logprobs?.content ?? [], c.choices[0].message.content, "chat logprobs");
+  const cs = await client.chat.completions.create({ model: "m", messages: chatMessages, temperature: 0, max_tokens: K, logprobs: true,
+                                                    top_logprobs: 5, stream: true });
+  let streamed = [], streamText = "";
+  for await (const ch of cs) {
+    streamed.push(...(ch.choices[0]?.logprobs?.content ?? []));
+    streamText += ch.choices[0]?.delta?.content ?? "";
+  }
+  checkEntries(streamed, streamText, "chat logprobs (stream)");
+  eq(streamed.map((e) => e.logprob), c.choices[0].logprobs.content.map((e) => e.logprob), "chat logprobs: stream equals whole");
+
+  const r = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K, logprobs: 3 });
+  const lp = r.choices[0].logprobs;
+  eq(r.choices[0].text, ref.text, "completions logprobs: the text is unchanged");
+  eq(lp?.tokens?.join(""), r.choices[0].text, "completions logprobs: tokens concatenate to the text");
+  check(lp.top_logprobs.every((t, i) => Object.keys(t).length <= 3 && Math.abs(Math.max(...Object.values(t)) - lp.token_logprobs[i]) < tol),
+        "completions logprobs: 3 alternatives, the chosen one the most likely");
+  let off = 0;
+  eq(lp.text_offset, lp.tokens.map((t) => (off += Buffer.byteLength(t)) - Buffer.byteLength(t)), "completions logprobs: text_offset");
+  const ids = (await raw(base, "/tokenize", { content: "Lily and Tom", add_special: true })).json.tokens;
+  const lg = JSON.parse(execFileSync(bin, ["logits", "-m", model, "--ids", ids.join(","), "--top", "5", "--json", "-t", "1"],
+                                     { stdio: ["ignore", "pipe", "ignore"] }).toString());
+  const [bestId, bestP] = lg.positions[ids.length - 1].top[0];
+  const bestPiece = (await raw(base, "/detokenize", { tokens: [bestId] })).json.content;
+  check(Math.abs(lp.token_logprobs[0] - Math.log(bestP)) < tol && lp.tokens[0].trim() === bestPiece.trim(),
+        "completions logprobs: the first token's logprob is log p of `edgedecode logits`",
+        `${lp.tokens[0]} ${lp.token_logprobs[0]} vs ${bestPiece} ${Math.log(bestP)}`);
+  const rs = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K, logprobs: 0, stream: true });
+  const sl = [];
+  for await (const ch of rs) sl.push(...(ch.choices[0]?.logprobs?.token_logprobs ?? []));
+  eq(sl, lp.token_logprobs, "completions logprobs (stream, logprobs 0): the same values");
+
+  let e = await raw(base, "/v1/chat/completions", { messages: chatMessages, logprobs: true, top_logprobs: 21 });
+  eq([e.status, e.json?.error?.param], [400, "top_logprobs"], "top_logprobs 21: 400 param top_logprobs");
+  e = await raw(base, "/v1/chat/completions", { messages: chatMessages, top_logprobs: 2 });
+  eq([e.status, e.json?.error?.param], [400, "top_logprobs"], "top_logprobs without logprobs: 400 param top_logprobs");
+  e = await raw(base, "/v1/completions", { prompt: "x", logprobs: 6 });
+  eq([e.status, e.json?.error?.param], [400, "logprobs"], "completions logprobs 6: 400 param logprobs");
+}
+
+// response_format: sampled at temperature 1 with several seeds, every output that ends (finish_reason
+// stop) is JSON that validates against its schema (ajv); greedy on a story prompt, which alone would never
+// write JSON, gives valid JSON too; max_tokens cuts with finish_reason length; bad schemas are 400s.
+const PERSON = { type: "object", additionalProperties: false, required: ["name", "age", "mood", "pets"],
+                 properties: { name: { type: "string" }, age: { type: "integer" }, mood: { enum: ["happy", "sad", 3] },
+                               pets: { type: "array", items: { type: "integer" } } } };
+const SHAPES = { type: "object", additionalProperties: false, required: ["shape", "ok"],
+                 properties: { shape: { anyOf: [{ $ref: "#/$defs/circle" }, { type: "null" }] }, ok: { type: "boolean" },
+                               size: { type: "number" } },
+                 $defs: { circle: { type: "object", additionalProperties: false, required: ["kind", "r"],
+                                    properties: { kind: { const: "circle" }, r: { type: "integer" } } } } };
+async function testResponseFormat(base, client) {
+  const ajv = new Ajv({ strict: false });
+  const messages = [{ role: "user", content: "Once upon a time" }];
+  const formats = [["json_object", { type: "json_object" }, ajv.compile({ type: "object" })],
+                   ["person", { type: "json_schema", json_schema: { name: "person", schema: PERSON, strict: true } }, ajv.compile(PERSON)],
+                   ["shapes", { type: "json_schema", json_schema: { name: "shapes", schema: SHAPES, strict: true } }, ajv.compile(SHAPES)]];
+  const valid = (text, validate) => {
+    try {
+      return validate(JSON.parse(text));
+    } catch {
+      return false;
+    }
+  };
+  let ended = 0, sampled = 0;
+  const bad = [];
+  for (const [name, response_format, validate] of formats) {
+    for (const seed of [1, 2, 3, 4]) {
+      const r = await client.chat.completions.create({ model: "m", messages, temperature: 1, seed, max_tokens: 200, response_format });
+      const { content } = r.choices[0].message;
+      sampled++;
+      if (r.choices[0].finish_reason !== "stop") continue;
+      ended++;
+      if (!valid(content, validate)) bad.push(`${name} seed ${seed}: ${content}`);
+    }
+  }
+  check(bad.length === 0, `response_format, temperature 1: every finished output validates (${ended} of ${sampled} finished)`, bad.join(" | "));
+  check(ended * 3 >= sampled, "response_format, temperature 1: a third of the outputs at least finish within 200 tokens", `${ended} of ${sampled}`);
+  const s = await client.chat.completions.create({ model: "m", messages, temperature: 1, seed: 5, max_tokens: 200, stream: true,
+                                                   response_format: formats[1][1] });
+  const st = await collect(s, true);
+  check(st.finish !== "stop" || valid(st.text, formats[1][2]), "response_format (stream): the streamed text validates", st.text);
+  // Greedy: the story model alone writes prose (the check below fails without the constraint).
+  const free = await client.chat.completions.create({ model: "m", messages, temperature: 0, max_tokens: 64 });
+  check(!valid(free.choices[0].message.content, formats[2][2]), "without response_format the model writes no JSON");
+  const g = await client.chat.completions.create({ model: "m", messages, temperature: 0, max_tokens: 200, response_format: formats[2][1] });
+  check(g.choices[0].finish_reason === "stop" && valid(g.choices[0].message.content, formats[2][2]),
+        "response_format, greedy: valid JSON where the model alone writes prose", `${g.choices[0].finish_reason} ${g.choices[0].message.content}`);
+  const c = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: 200, response_format: formats[2][1] });
+  check(c.choices[0].finish_reason === "stop" && valid(c.choices[0].text, formats[2][2]), "response_format on /v1/completions", c.choices[0].text);
+  const cut = await client.chat.completions.create({ model: "m", messages, temperature: 1, seed: 1, max_tokens: 3, response_format: formats[1][1] });
+  eq([cut.choices[0].finish_reason, valid(cut.choices[0].message.content, formats[1][2])], ["length", false],
+     "response_format, max_tokens 3: finish_reason length, the text incomplete");
+  let e = await raw(base, "/v1/chat/completions", { messages, response_format: { type: "json_schema", json_schema: { name: "x",
+                    schema: { type: "object", properties: { a: { type: "string", pattern: "^x" } } } } } });
+  check(e.status === 400 && e.json?.error?.param === "response_format" && /'pattern'/.test(e.json.error.message) &&
+        /\/properties\/a/.test(e.json.error.message), "unsupported schema keyword: 400 naming it and where", e.text);
+  e = await raw(base, "/v1/chat/completions", { messages, response_format: { type: "xml" } });
+  eq([e.status, e.json?.error?.param], [400, "response_format"], "response_format type xml: 400 param response_format");
 }
 
 async function testErrors(base, client) {
@@ -342,6 +461,8 @@ async function main() {
   const client = new OpenAI({ baseURL: base + "/v1", apiKey: KEY, maxRetries: 0 });
   await testChat(client, chatRef);
   await testCompletions(client, refA);
+  await testLogprobs(base, client, refA);
+  await testResponseFormat(base, client);
   await testErrors(base, client);
   await testTokenize(base);
   await testConcurrent(client, longA, longB, promptB);
