@@ -1,5 +1,7 @@
 #include "cli/serve_request.h"
 
+#include "base/json_depth.h"
+
 #include <cmath>
 #include <random>
 
@@ -77,6 +79,8 @@ ApiError BadParam(const std::string& param, const std::string& message) {
 }
 
 std::optional<ApiError> ParseBody(std::string_view body, json* out) {
+  // nlohmann copies and dumps values recursively: a body of a million '[' would exhaust the stack later.
+  if (Status st = CheckJsonDepth(body, "request body"); !st.ok()) return ApiError{400, st.message(), "", "invalid_json"};
   *out = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (out->is_discarded()) return ApiError{400, "the request body is not valid JSON", "", "invalid_json"};
   if (!out->is_object()) return ApiError{400, "the request body must be a JSON object", "", "invalid_json"};

@@ -26,6 +26,10 @@ TEST(ServeRequest, BodyMustBeAJsonObject) {
   e = ParseBody("[1, 2]", &b);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->message, "the request body must be a JSON object");
+  e = ParseBody("{\"messages\": " + std::string(100000, '[') + std::string(100000, ']') + "}", &b);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code, "invalid_json");
+  EXPECT_NE(e->message.find("nested deeper than"), std::string::npos) << e->message;
 }
 
 TEST(ServeRequest, GenerationParameters) {
