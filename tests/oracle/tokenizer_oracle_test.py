@@ -66,6 +66,7 @@ def text_lines(testdata, per_file=60, max_len=300):
             continue
         lines = [l.strip("\r") for l in text.split("\n") if l.strip()]
         out += [l[:max_len] for l in lines[:per_file]]
+        out.append("\n".join(lines[:6]))  # a paragraph: newlines inside, as chat text has them
     return out
 
 
@@ -92,6 +93,13 @@ SPACES = [" ", "\t", "\n", "\r\n", "\u00a0", "\u3000", "\u2009", "\u200b", "\u00
 WORDS = ["Hello", "world", "the", "I'm", "we'VE", "don't", "'S", "Ünïcödé", "naïve", "日本語", "中文字符", "한국어",
          "Привет", "مرحبا", "שלום", "नमस्ते", "ไทย", "Ελληνικά", "ქართული", "𝔘𝔫𝔦", "ﬁ", "e\u0301", "Å", "A\u030a",
          "\u1100\u1161\u11a8", "Straße", "İstanbul", "ǅ"]
+# Code points and runs that pre-tokenizers treat specially: controls, NEL and line/paragraph separators, lone
+# combining marks, private use and unassigned code points, apostrophe variants, punctuation runs, CR/LF mixes.
+ODD = ["\x00", "a\x01b", "\x1b[0m", "line\u0085next", "a\u2028b\u2029c", "\u0301", " \u0301x", "\ue000\uf8ff",
+       "\U000e0001", "\u0378", "\U0010fffd", "it\u2019s", "IT'S", "'ll'LL 'd'D", "!!!!!!", "......", "?!?!", "---===",
+       "\r\r\n\n", "\n \n", " \n\n ", "\t\n\t", "a\r\nb\rc", "word\u00a0\u00a0word", "x" * 300,
+       "\u0928\u093f\u0930\u094d\u092e\u093e\u0923", "\u0e01\u0e34\u0e19\u0e02\u0e49\u0e32\u0e27",
+       "\ud55c\uad6d\uc5b4\u0020\u1112\u1161\u11ab", "\uff21\uff22\uff23", "\u2460\u2461", "½¼¾", "\u3007\u4e00"]
 SPECIALS = {
     "qwen3": ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>", "<tool_call>"],
     "llama3_1": ["<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>", "<|python_tag|>"],
@@ -112,7 +120,7 @@ def generated(name):
         out.append("1234567890" * (n // 10) + "1234567890"[: n % 10])
         out.append("x" + "9" * n + " " + "0" * n)
     out += ["3.14159", "1,000,000", "1e-10", "٣٤٥", "１２３", "²³", "Ⅻ", "0x1F", "v1.2.3", "2024-01-31T12:00:00Z"]
-    out += CODE + EMOJI + WORDS
+    out += CODE + EMOJI + WORDS + ODD
     out += [w + " " + e for w in WORDS[:10] for e in EMOJI[:6]]
     sp = SPECIALS[name]
     out += sp + [sp[0] + "user\nHi there!" + sp[1] + "\n", " " + sp[0] + " ", sp[0] + sp[0], "x" + sp[1] + "y",
