@@ -59,6 +59,8 @@ int TokenizeMain(int argc, char** argv) {
   if (auto rc = Parse(app, argc, argv)) return *rc;
   if (p->count() == 0 && file.empty() && strings.empty())
     return Fail(cmd, InvalidArgument("give the text with -p TEXT, -f FILE or --strings FILE.json"));
+  if (!strings.empty() && (json.on() || pieces))
+    return Fail(cmd, InvalidArgument("--strings prints ids only: --json and --pieces do not apply"));
   if (!strings.empty()) return TokenizeStrings(cmd, model, strings, no_bos, no_special);
   std::string text = prompt;
   if (!file.empty() || prompt == "-") {
