@@ -306,6 +306,10 @@ Result<HfVocab> HfVocabFromJson(const std::string& json_text, const std::string&
   }
   out.n_added = static_cast<int64_t>(added.size());
   if (max_id < 0) return Corrupt(where + ": the vocabulary is empty");
+  if (max_id + 1 - static_cast<int64_t>(text_of.size()) > kMaxHfIdGaps)
+    return Corrupt(where + ": the largest id is " + std::to_string(max_id) + " but there are only " +
+                   std::to_string(text_of.size()) + " tokens (more than " + std::to_string(kMaxHfIdGaps) +
+                   " ids unused)");
   if (vocab_size > 0 && vocab_size <= max_id)
     return InvalidArgument("--vocab-size " + std::to_string(vocab_size) + " is not above the largest token id " +
                            std::to_string(max_id));

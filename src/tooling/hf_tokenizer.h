@@ -19,8 +19,12 @@
 
 namespace edgedecode::tooling {
 
-// Largest tokenizer.json / tokenizer_config.json read (the largest real ones are ~35 MB).
-inline constexpr uint64_t kMaxHfTokenizerBytes = uint64_t{512} << 20;
+// Largest tokenizer.json / tokenizer_config.json read: the largest real ones are ~35 MB (Gemma 3's 262k tokens),
+// and the parsed document takes ~10 times the text (Gemma 3's conversion peaks at ~330 MB).
+inline constexpr uint64_t kMaxHfTokenizerBytes = uint64_t{64} << 20;
+// Ids may leave gaps (filled with [PADn] tokens), at most this many more than there are entries: an id far
+// above the rest would otherwise size the token table.
+inline constexpr int64_t kMaxHfIdGaps = 65536;
 
 struct HfVocab {
   tok::VocabSpec spec;       // model, pre, tokens, scores (llama only), token_types, merges, special ids

@@ -1,8 +1,14 @@
 #include "tooling/hf_tokenizer.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
+
+#include "base/child_limit.h"
 
 namespace edgedecode::tooling {
 namespace {
@@ -108,6 +114,35 @@ TEST(HfTokenizer, CorruptInputs) {
   auto v = HfVocabFromJson(j.dump(), "t.json", "", "");
   ASSERT_FALSE(v.ok());
   EXPECT_NE(v.status().message().find("added_tokens[0]"), std::string::npos);
+}
+
+// Inputs that would size big tables are refused before anything is allocated for them: an id far above the
+// others (in a child under a 1 GiB address-space limit) and a file over the size limit (sparse, never read).
+TEST(HfTokenizer, SizesAreBoundedBeforeAllocating) {
+  json j = ByteLevelJson();
+  j["added_tokens"][0]["id"] = static_cast<int64_t>(tok::kMaxVocab) - 1;
+  const std::string text = j.dump();
+  auto r = testing_util::RunInChild([&](std::string* out) {
+    auto v = HfVocabFromJson(text, "t.json", "", "", 0);
+    *out = v.ok() ? "ok" : v.status().message();
+    return v.ok() ? 1 : 0;
+  });
+  testing_util::MemoryLimitApplies();
+  EXPECT_TRUE(r.ok()) << r.how() << " " << r.out;
+  EXPECT_NE(r.out.find("ids unused"), std::string::npos) << r.out;
+
+  char dir[] = "/tmp/hf_tokenizer_test.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string big = std::string(dir) + "/tokenizer.json", out = std::string(dir) + "/v.gguf";
+  { std::ofstream(big) << "{"; }
+  ASSERT_EQ(truncate(big.c_str(), static_cast<off_t>(kMaxHfTokenizerBytes) + 1), 0);
+  auto v = ConvertHfTokenizer(big, "", out);
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(v.status().message().find("limit"), std::string::npos) << v.status().message();
+  EXPECT_NE(access(out.c_str(), F_OK), 0) << "no output for a refused input";
+  std::remove(big.c_str());
+  rmdir(dir);
 }
 
 // SentencePiece-style BPE (Gemma): llama model, byte tokens, scores that follow the merge order.
