@@ -99,7 +99,10 @@ ODD = ["\x00", "a\x01b", "\x1b[0m", "line\u0085next", "a\u2028b\u2029c", "\u0301
        "\U000e0001", "\u0378", "\U0010fffd", "it\u2019s", "IT'S", "'ll'LL 'd'D", "!!!!!!", "......", "?!?!", "---===",
        "\r\r\n\n", "\n \n", " \n\n ", "\t\n\t", "a\r\nb\rc", "word\u00a0\u00a0word", "x" * 300,
        "\u0928\u093f\u0930\u094d\u092e\u093e\u0923", "\u0e01\u0e34\u0e19\u0e02\u0e49\u0e32\u0e27",
-       "\ud55c\uad6d\uc5b4\u0020\u1112\u1161\u11ab", "\uff21\uff22\uff23", "\u2460\u2461", "½¼¾", "\u3007\u4e00"]
+       "\ud55c\uad6d\uc5b4\u0020\u1112\u1161\u11ab", "\uff21\uff22\uff23", "\u2460\u2461", "½¼¾", "\u3007\u4e00",
+       # Unicode 15.1's additions (CJK Extension I letters, ideographic description symbols), which llama.cpp's
+       # tables have and ICU 72's (Unicode 15.0) do not: a contraction after them is one token.
+       "\U0002ebf0\U0002ebf1's", " \U0002ec8a's \U0002ee5d'LL", "a\U0002ed00 1's", "\u2ffc\u2ffd's", "\u31ef'd"]
 SPECIALS = {
     "qwen3": ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>", "<tool_call>"],
     "llama3_1": ["<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>", "<|python_tag|>"],
