@@ -34,6 +34,14 @@ enum TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined
 
 const char kSpmSpace[] = "\xE2\x96\x81";  // U+2581
 
+// Field readers that never throw: a member of another JSON type reads as the default (json::value() throws).
+bool BoolOr(const json& j, const char* key, bool def) {
+  return j.is_object() && j.contains(key) && j[key].is_boolean() ? j[key].get<bool>() : def;
+}
+std::string StrOr(const json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
 std::string TypeOf(const json& j) { return j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : ""; }
 
 // The names convert_hf_to_gguf.py treats as control tokens even when tokenizer.json does not mark them special.
@@ -71,9 +79,9 @@ Result<std::string> BytePreName(const json& pre, bool ignore_merges, const std::
     const std::string t = TypeOf(s);
     if (t == "ByteLevel") {
       byte_level = true;
-      if (s.value("add_prefix_space", false))
+      if (BoolOr(s, "add_prefix_space", false))
         return Unsupported(where + ": pre_tokenizer ByteLevel with add_prefix_space is not supported");
-      if (s.value("use_regex", true)) {
+      if (BoolOr(s, "use_regex", true)) {
         if (!regex.empty()) return Unsupported(where + ": pre_tokenizer has two regexes (Split and ByteLevel use_regex)");
         regex = kGpt2Regex;
       }
@@ -82,9 +90,9 @@ Result<std::string> BytePreName(const json& pre, bool ignore_merges, const std::
       const json& pat = s.contains("pattern") ? s["pattern"] : json();
       if (!pat.is_object() || !pat.contains("Regex") || !pat["Regex"].is_string())
         return Unsupported(where + ": pre_tokenizer Split without a Regex pattern is not supported");
-      if (s.value("behavior", "") != "Isolated" || s.value("invert", false))
-        return Unsupported(where + ": pre_tokenizer Split with behavior '" + s.value("behavior", "") +
-                           "'" + (s.value("invert", false) ? " (inverted)" : "") + " is not supported (only Isolated)");
+      if (StrOr(s, "behavior") != "Isolated" || BoolOr(s, "invert", false))
+        return Unsupported(where + ": pre_tokenizer Split with behavior '" + StrOr(s, "behavior") +
+                           "'" + (BoolOr(s, "invert", false) ? " (inverted)" : "") + " is not supported (only Isolated)");
       regex = pat["Regex"].get<std::string>();
     } else {
       return Unsupported(where + ": pre_tokenizer type '" + t + "' is not supported for byte-level BPE (supported: "
@@ -119,12 +127,12 @@ Status CheckNormalizer(const json& n, bool spm, bool* prepend, const std::string
   for (const json& s : steps) {
     const std::string t = TypeOf(s);
     if (!spm && t == "NFC") continue;
-    if (spm && t == "Prepend" && s.value("prepend", "") == kSpmSpace) {
+    if (spm && t == "Prepend" && StrOr(s, "prepend") == kSpmSpace) {
       *prepend = true;
       continue;
     }
     if (spm && t == "Replace" && s.contains("pattern") && s["pattern"].is_object() &&
-        s["pattern"].value("String", "") == " " && s.value("content", "") == kSpmSpace)
+        StrOr(s["pattern"], "String") == " " && StrOr(s, "content") == kSpmSpace)
       continue;
     return Unsupported(where + ": normalizer type '" + t + "' is not supported (supported: " +
                        (spm ? "Replace ' ' by U+2581, Prepend U+2581" : "none, NFC") + ")");
@@ -231,10 +239,8 @@ Result<json> ParseJson(const std::string& text, const std::string& where) {
   }
 }
 
-}  // namespace
-
-Result<HfVocab> HfVocabFromJson(const std::string& json_text, const std::string& where, const std::string& config_text,
-                                const std::string& config_where, int64_t vocab_size) {
+Result<HfVocab> ParseVocab(const std::string& json_text, const std::string& where, const std::string& config_text,
+                           const std::string& config_where, int64_t vocab_size) {
   ED_ASSIGN_OR_RETURN(json j, ParseJson(json_text, where));
   json config = json::object();
   const bool have_config = !config_text.empty();
@@ -248,8 +254,8 @@ Result<HfVocab> HfVocabFromJson(const std::string& json_text, const std::string&
   const std::string mtype = TypeOf(model);
   if (mtype != "BPE")
     return Unsupported(where + ": model type '" + mtype + "' is not supported (supported: BPE, byte-level or with byte_fallback)");
-  const bool byte_fallback = model.value("byte_fallback", false) == true;
-  const bool ignore_merges = model.value("ignore_merges", false) == true;
+  const bool byte_fallback = BoolOr(model, "byte_fallback", false) == true;
+  const bool ignore_merges = BoolOr(model, "ignore_merges", false) == true;
   if (!model.contains("vocab") || !model["vocab"].is_object()) return Corrupt(where + ": model.vocab is not an object");
 
   HfVocab out;
@@ -262,7 +268,7 @@ Result<HfVocab> HfVocabFromJson(const std::string& json_text, const std::string&
     if (j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null()) {
       const json& p = j["pre_tokenizer"];
       const bool split_space = TypeOf(p) == "Split" && p.contains("pattern") && p["pattern"].is_object() &&
-                               p["pattern"].value("String", "") == " ";
+                               StrOr(p["pattern"], "String") == " ";
       if (!split_space && TypeOf(p) != "Metaspace")
         return Unsupported(where + ": pre_tokenizer type '" + TypeOf(p) + "' is not supported with byte_fallback BPE");
     }
@@ -297,7 +303,7 @@ Result<HfVocab> HfVocabFromJson(const std::string& json_text, const std::string&
       if (!a.is_object() || !a.contains("content") || !a["content"].is_string())
         return Corrupt(where + ": " + what + " has no content string");
       ED_ASSIGN_OR_RETURN(int64_t id, check_id(a.contains("id") ? a["id"] : json(), what));
-      Added ad{a["content"].get<std::string>(), a.value("special", false) == true};
+      Added ad{a["content"].get<std::string>(), BoolOr(a, "special", false) == true};
       added_by_content.emplace(ad.content, id);
       text_of[id] = ad.content;
       added[id] = std::move(ad);
@@ -400,6 +406,19 @@ Result<HfVocab> HfVocabFromJson(const std::string& json_text, const std::string&
   if (add.count("eos")) s.add_eos = add["eos"];
   if (add.count("sep")) out.add_sep = add["sep"];
   return out;
+}
+
+}  // namespace
+
+Result<HfVocab> HfVocabFromJson(const std::string& json_text, const std::string& where, const std::string& config_text,
+                                const std::string& config_where, int64_t vocab_size) {
+  // Every member is type-checked before it is read; this only turns a check that was missed into an error
+  // instead of a crash.
+  try {
+    return ParseVocab(json_text, where, config_text, config_where, vocab_size);
+  } catch (const nlohmann::json::exception& e) {
+    return Corrupt(where + ": unexpected JSON structure: " + e.what());
+  }
 }
 
 Result<HfVocab> ConvertHfTokenizer(const std::string& json_path, const std::string& config_path,
