@@ -66,6 +66,9 @@ TEST_F(CliTest, UsageErrorsExit2NamingTheFlag) {
       {"quantize " + model_ + " out.gguf q4_0 --tensor-type nope", "--tensor-type"},
       {"convert nope", "nope"},
       {"convert llama2c x.bin -o y.gguf", "--tokenizer"},
+      {"convert tokenizer x.json", "--output"},
+      {"convert tokenizer x.json -o y.gguf --vocab-size nope", "--vocab-size"},
+      {"tokenize" + m + " --strings s.json -p x", "--strings"},
       {"scan " + kOnnx + " -t cpu", "--target"},
       {"scan " + kOnnx, "--target"},
       {"scan " + kOnnx + " --target no-such-device", "no-such-device"},
@@ -192,6 +195,45 @@ TEST_F(CliTest, AnOutputThatIsTheInputIsRefused) {
   r = RunEdgedecode("convert llama2c " + bin + " --tokenizer " + kData + "/llm/tok512.bin -o " + bin);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(ReadFile(bin), ReadFile(kData + "/llm/stories260K.bin"));
+}
+
+// convert tokenizer: a small byte-level BPE tokenizer.json to a vocab GGUF that tokenize reads; an unsupported
+// part is exit 3 naming it; the output may not be the input.
+TEST_F(CliTest, ConvertTokenizerJson) {
+  const std::string tj = dir_ + "/tokenizer.json", cfg = dir_ + "/tokenizer_config.json", out = dir_ + "/v.gguf";
+  nlohmann::json vocab = nlohmann::json::object();
+  int id = 0;
+  for (const char* t : {"a", "b", "\xC4\xA0", "ab", "\xC4\xA0" "ab"}) vocab[t] = id++;
+  nlohmann::json j = {
+      {"normalizer", nullptr},
+      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"a b", "\xC4\xA0 ab"}}}},
+      {"added_tokens", {{{"id", 5}, {"content", "<|end|>"}, {"special", true}}}}};
+  { std::ofstream(tj) << j.dump(); }
+  { std::ofstream(cfg) << R"({"eos_token": "<|end|>", "add_bos_token": false})"; }
+  CommandResult r = RunEdgedecode("convert tokenizer " + tj + " --config " + cfg + " -o " + out + " --json -");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto s = nlohmann::json::parse(r.out);
+  EXPECT_EQ(s["pre"], "gpt-2");
+  EXPECT_EQ(s["tokens"], 6);
+  EXPECT_EQ(s["eos"], 5);
+  r = RunEdgedecode("tokenize -m " + out + " -p 'ab ab<|end|>'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "3 4 5\n");
+  const std::string strings = dir_ + "/s.json";
+  { std::ofstream(strings) << R"(["ab", " ab", "b\na"])"; }
+  r = RunEdgedecode("tokenize -m " + out + " --strings " + strings);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "[3]\n[4]\n[1,0]\n") << "the newline has no token: dropped, as llama.cpp does";
+  j["normalizer"] = {{"type", "Lowercase"}};
+  { std::ofstream(tj) << j.dump(); }
+  r = RunEdgedecode("convert tokenizer " + tj + " -o " + dir_ + "/w.gguf");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("normalizer type 'Lowercase'"), std::string::npos) << r.err;
+  const std::string before = ReadFile(tj);
+  r = RunEdgedecode("convert tokenizer " + tj + " -o " + tj);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(ReadFile(tj), before);
 }
 
 TEST_F(CliTest, QuantizeRefusesToRequantizeAndListsChanges) {

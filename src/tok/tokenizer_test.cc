@@ -303,3 +303,25 @@ TEST(TokPreTokenize, KnownSplits) {
 
 }  // namespace
 }  // namespace edgedecode::tok
+
+namespace edgedecode::tok {
+namespace {
+
+// Code point classes are Unicode 15.1's, as llama.cpp's tables: 15.1's CJK Extension I is letters even with an
+// ICU of Unicode 15.0, a code point assigned later (Unicode 16's Egyptian Hieroglyphs Extended-A, U+13460) is
+// unassigned even with a newer ICU. Found by oracle_tokenizer_json's code point sweep: with "'s" after an
+// Extension I ideograph, the contraction was split.
+TEST(TokUnicode, ClassesAreUnicode15_1) {
+  EXPECT_EQ(CodepointFlags(0x2EBF0) & kCpLetter, kCpLetter);
+  EXPECT_EQ(CodepointFlags(0x2EE5D) & kCpLetter, kCpLetter);
+  EXPECT_EQ(CodepointFlags(0x2EE5E) & kCpLetter, 0);
+  EXPECT_EQ(CodepointFlags(0x2FFC) & kCpSymbol, kCpSymbol);
+  EXPECT_EQ(CodepointFlags(0x31EF) & kCpSymbol, kCpSymbol);
+  EXPECT_EQ(CodepointFlags(0x13460), kCpControl);
+  EXPECT_EQ(CodepointFlags(0x4E00) & kCpLetter, kCpLetter);
+  const std::vector<std::string> words = PreTokenizeUtf8("\xF0\xAE\xAF\xB0\xF0\xAE\xAF\xB0's", PreType::kQwen2);
+  EXPECT_EQ(words, (std::vector<std::string>{"\xF0\xAE\xAF\xB0\xF0\xAE\xAF\xB0", "'s"}));
+}
+
+}  // namespace
+}  // namespace edgedecode::tok

@@ -28,9 +28,38 @@ uint16_t CodepointFlags(uint32_t cp) {
   return (it - 1)->flags;  // kCpRuns[0].first == 0
 }
 #else
+namespace {
+// llama.cpp's code point classes (its unicode-data.cpp) are Unicode 15.1's; ICU's are those of its own version.
+// A code point assigned after 15.1 is unassigned for llama.cpp, and so here whatever the ICU; an ICU older than
+// 15.1 (Debian 12's ICU 72 is Unicode 15.0) lacks 15.1's additions, which are put back: CJK Unified Ideographs
+// Extension I (letters) and four ideographic description characters (symbols).
+bool AssignedAfterUnicode15_1(UChar32 cp) {
+  UVersionInfo age;
+  u_charAge(cp, age);
+  return age[0] > 15 || (age[0] == 15 && age[1] > 1);
+}
+
+int Unicode15_1Addition(uint32_t cp) {
+  if (cp >= 0x2EBF0 && cp <= 0x2EE5D) return U_OTHER_LETTER;
+  if ((cp >= 0x2FFC && cp <= 0x2FFF) || cp == 0x31EF) return U_OTHER_SYMBOL;
+  return -1;
+}
+
+int GeneralCategory(uint32_t cp) {
+  const UChar32 c = static_cast<UChar32>(cp);
+  if (cp > 0x10FFFF) return U_UNASSIGNED;
+  const int type = u_charType(c);
+  if (type == U_UNASSIGNED) {
+    const int added = Unicode15_1Addition(cp);
+    return added >= 0 ? added : type;
+  }
+  return AssignedAfterUnicode15_1(c) ? U_UNASSIGNED : type;
+}
+}  // namespace
+
 uint16_t CodepointFlags(uint32_t cp) {
   uint16_t f = 0;
-  switch (u_charType(static_cast<UChar32>(cp))) {
+  switch (GeneralCategory(cp)) {
     case U_UPPERCASE_LETTER: case U_LOWERCASE_LETTER: case U_TITLECASE_LETTER:
     case U_MODIFIER_LETTER: case U_OTHER_LETTER:
       f = kCpLetter; break;
