@@ -74,8 +74,32 @@ int32_t LookupDecoder::Sample() {
   return t;
 }
 
+int LookupDecoder::DraftLength(int k_max) const {
+  if (!p_.adaptive || extra_cost_ < 0 || accept_ew_ + reject_ew_ < 4) return k_max;
+  const double a = std::min(accept_ew_ / (accept_ew_ + reject_ew_), 0.999);
+  int best = k_max;
+  double best_gain = 0;
+  double a_pow = a;  // a^k
+  for (int k = 1; k <= k_max; ++k) {
+    a_pow *= a;  // a^(k+1)
+    const double gain = (1 - a_pow) / (1 - a) / (1 + extra_cost_ * k);
+    if (gain > best_gain) best_gain = gain, best = k;
+  }
+  return best;
+}
+
 void LookupDecoder::EndPass() {
   if (!in_verify_) return;
+  // Per-token acceptance: the pass tested its draft up to the first mismatch (the draft's end if none).
+  const bool rejected = pass_accepted_ < static_cast<int>(draft_.size());
+  stats_.rejected += rejected;
+  accept_ew_ = 0.9 * accept_ew_ + pass_accepted_;
+  reject_ew_ = 0.9 * reject_ew_ + (rejected ? 1 : 0);
+  // The extra cost of a drafted token, in plain steps: (pass time / step time - 1) / k.
+  if (plain_s_ > 0 && !draft_.empty()) {
+    const double extra = std::max(0.0, (pass_s_ / plain_s_ - 1) / static_cast<double>(draft_.size()));
+    extra_cost_ = extra_cost_ < 0 ? extra : 0.75 * extra_cost_ + 0.25 * extra;
+  }
   // Running mean of accepted tokens per verify pass (exponential, weight 1/4 on the newest).
   recent_sum_ = 0.75 * recent_sum_ + 0.25 * pass_accepted_;
   // Tokens per second of verify passes against plain steps, as measured here: where a pass over several
@@ -113,7 +137,7 @@ Status LookupDecoder::Advance(int32_t token, int max_draft) {
   EndPass();
   const int base = ctx_.n_past();
   const int room = ctx_.n_ctx() - base - 1;  // the pass must fit in the context
-  const int k = std::min({p_.n_draft, max_draft, room});
+  const int k = std::min({DraftLength(p_.n_draft), max_draft, room});
   std::vector<int32_t> draft;
   if (k > 0) draft = p_.drafter ? p_.drafter(history_, k) : LookupDraft(history_, k, p_.ngram_max, p_.ngram_min);
   if (static_cast<int>(draft.size()) > k) draft.resize(static_cast<size_t>(k));

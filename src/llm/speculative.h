@@ -41,8 +41,11 @@ struct LookupParams {
   // draft (doubled on each failed probe, up to max_backoff; reset by a pass that accepts), then probes
   // again. It pauses too when verify passes give fewer tokens per second than plain steps, both timed
   // here (a model too small to be bound by its weight reads: a pass of several tokens costs several
-  // steps); this makes which steps draft depend on timing, never which tokens come out. adaptive =
-  // false: draft whenever a match is found.
+  // steps); this makes which steps draft depend on timing, never which tokens come out. While drafting,
+  // the draft length k (at most n_draft) is the one that maximizes the expected tokens per pass over its
+  // cost, (1 - a^(k+1)) / (1 - a) / (1 + b k), with a the running per-token acceptance and b the measured
+  // extra cost of a drafted token in plain steps (n_draft until both are measured). adaptive = false:
+  // draft n_draft tokens whenever a match is found.
   bool adaptive = true;
   double min_accept_per_pass = 0.4;
   int backoff = 4;
@@ -55,6 +58,7 @@ struct LookupStats {
   int64_t verify_passes = 0;  // forward passes with a draft
   int64_t plain_passes = 0;   // one-token forward passes (no draft found, drafting paused)
   int64_t tokens = 0;         // tokens sampled (one per emitted token)
+  int64_t rejected = 0;       // verify passes whose draft the target left before its end
   double acceptance() const { return drafted > 0 ? static_cast<double>(accepted) / drafted : 0.0; }
   int64_t passes() const { return verify_passes + plain_passes; }
 };
@@ -123,7 +127,10 @@ class LookupDecoder {
   double pass_s_ = 0;             // seconds of the current verify pass
   double plain_s_ = 0;            // running mean seconds of a plain step (0: none yet)
   double verify_rate_ = 0;        // running mean tokens per second of verify passes (0: none yet)
+  double accept_ew_ = 0, reject_ew_ = 0;  // decayed counts of accepted and rejected draft tokens
+  double extra_cost_ = -1;        // running mean extra cost of a drafted token, in plain steps (-1: unknown)
   void EndPass();
+  int DraftLength(int k_max) const;
 };
 
 }  // namespace edgedecode::llm
