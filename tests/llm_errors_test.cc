@@ -31,7 +31,7 @@ TEST(RunErrors, BadModelsGiveClearErrors) {
   // A vocab-only GGUF of another architecture: named, with the supported list.
   r = RunEdgedecode("run -m " + std::string(EDGEDECODE_TESTDATA) + "/vocab/ggml-vocab-gpt-2.gguf -p hi");
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_NE(r.err.find("architecture 'gpt2' is not supported (supported: llama, qwen2, qwen3)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("architecture 'gpt2' is not supported (supported: llama, qwen2, qwen3, smollm3"), std::string::npos) << r.err;
   // A llama vocab-only file has the architecture but no weights: the missing tensor is named.
   r = RunEdgedecode("run -m " + std::string(EDGEDECODE_TESTDATA) + "/vocab/ggml-vocab-llama-spm.gguf -p hi");
   EXPECT_EQ(r.exit_code, 3);
@@ -67,6 +67,26 @@ TEST(RunErrors, Qwen3MissingOrMisshapedTensors) {
   EXPECT_NE(r.err.find("tensor 'blk.0.attn_q.weight' has shape 256x512, the architecture needs 256x256"), std::string::npos)
       << r.err;
   for (const std::string& f : {q2, relabelled, q3, nokey}) std::remove(f.c_str());
+}
+
+TEST(RunErrors, Smollm3MissingOrMisshapedTensors) {
+  const std::string sm = TempPath("sm3.gguf");
+  ASSERT_EQ(RunEdgedecode("synth --preset smollm3-tiny --type f16 -o " + sm).exit_code, 0);
+  // A renamed tensor: the one the architecture needs is named, with its shape.
+  const std::string renamed = Patched(sm, "blk.1.ffn_up.weight", "blk.1.ffn_uX.weight", TempPath("sm3up.gguf"));
+  CommandResult r = RunEdgedecode("run -m " + renamed + " -p hi -n 1");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("required tensor 'blk.1.ffn_up.weight' is missing (the architecture needs 256x768)"),
+            std::string::npos) << r.err;
+  // blk.0's q and k swapped: attn_q has the k shape (2 kv heads of 32).
+  std::string swapped = Patched(sm, "blk.0.attn_q.weight", "blk.0.attn_X.weight", TempPath("sm3qk.gguf"));
+  swapped = Patched(swapped, "blk.0.attn_k.weight", "blk.0.attn_q.weight", swapped);
+  swapped = Patched(swapped, "blk.0.attn_X.weight", "blk.0.attn_k.weight", swapped);
+  r = RunEdgedecode("run -m " + swapped + " -p hi -n 1");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("tensor 'blk.0.attn_q.weight' has shape 256x64, the architecture needs 256x256"), std::string::npos)
+      << r.err;
+  for (const std::string& f : {sm, renamed, swapped}) std::remove(f.c_str());
 }
 
 TEST(RunErrors, PromptLongerThanContext) {

@@ -354,6 +354,7 @@ void Context::RopeAndWriteKv(int layer, const LayerWeights& L, int m, int p0) {
   const int qd = c.q_dim(), kvd = c.kv_dim();
   uint8_t* kc = k_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * k_row_;
   uint8_t* vc = v_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * v_row_;
+  const bool uses_rope = c.layer_uses_rope(layer);  // smollm3's NoPE layers: q and k as projected
   auto bias_rope = [&](int i) {
     float* q = q_.data() + static_cast<size_t>(i) * qd;
     float* k = k_.data() + static_cast<size_t>(i) * kvd;
@@ -371,8 +372,10 @@ void Context::RopeAndWriteKv(int layer, const LayerWeights& L, int m, int p0) {
         kernels::RmsNorm(params_.isa, k + static_cast<size_t>(h) * c.head_dim, L.k_norm.data(), c.head_dim, c.norm_eps,
                          k + static_cast<size_t>(h) * c.head_dim);
     }
-    Rope(q, c.n_heads, p0 + i);
-    Rope(k, c.n_kv_heads, p0 + i);
+    if (uses_rope) {
+      Rope(q, c.n_heads, p0 + i);
+      Rope(k, c.n_kv_heads, p0 + i);
+    }
     if (rotate_k_) {
       for (int h = 0; h < c.n_kv_heads; ++h) Hadamard(k + static_cast<size_t>(h) * c.head_dim, c.head_dim);
     }

@@ -14,7 +14,7 @@
 namespace edgedecode::llm {
 namespace {
 
-const char* kSupported = "llama, qwen2, qwen3";
+const char* kSupported = "llama, qwen2, qwen3, smollm3";
 constexpr int64_t kMaxDim = int64_t{1} << 24;      // embedding, ffn and q widths, block count
 constexpr int64_t kMaxContext = int64_t{1} << 30;  // trained context length
 constexpr uint64_t kTensorsPerBlock = 9;           // attn_norm, q, k, v, output, ffn_norm, gate, up, down
@@ -39,7 +39,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, bool load_to
 Status Model::Init(bool load_tokenizer) {
   const gguf::File& f = *file_;
   ED_ASSIGN_OR_RETURN(cfg_.arch, f.GetString("general.architecture"));
-  if (cfg_.arch != "llama" && cfg_.arch != "qwen2" && cfg_.arch != "qwen3")
+  if (cfg_.arch != "llama" && cfg_.arch != "qwen2" && cfg_.arch != "qwen3" && cfg_.arch != "smollm3")
     return Unsupported("architecture '" + cfg_.arch + "' is not supported (supported: " + kSupported + ")");
   const std::string a = cfg_.arch + ".";
   cfg_.name = f.GetStringOr("general.name", "");
@@ -90,8 +90,11 @@ Status Model::Init(bool load_tokenizer) {
   double factor = f.GetFloatOr(a + "rope.scaling.factor", 0.0);
   if (scaling == "linear" && factor > 0) cfg_.rope_freq_scale = static_cast<float>(1.0 / factor);
   cfg_.norm_eps = static_cast<float>(f.GetFloatOr(a + "attention.layer_norm_rms_epsilon", 1e-5));
-  // As llama.cpp's llama_model_rope_type: qwen2 and qwen3 rotate (i, i + n_rot/2), llama adjacent pairs.
-  cfg_.rope = cfg_.arch == "llama" ? RopeStyle::kNorm : RopeStyle::kNeox;
+  // As llama.cpp's llama_model_rope_type: qwen2 and qwen3 rotate (i, i + n_rot/2), llama and smollm3 adjacent pairs.
+  cfg_.rope = cfg_.arch == "llama" || cfg_.arch == "smollm3" ? RopeStyle::kNorm : RopeStyle::kNeox;
+  // SmolLM3 leaves RoPE out of every 4th layer (3, 7, ...): a constant of the architecture in llama.cpp
+  // (n_no_rope_layer_step), not a GGUF key.
+  if (cfg_.arch == "smollm3") cfg_.no_rope_every = 4;
   cfg_.qkv_bias = cfg_.arch == "qwen2";
   cfg_.qk_norm = cfg_.arch == "qwen3";
 

@@ -1,6 +1,7 @@
 // A decoder-only transformer loaded from GGUF: the architectures `llama` (TinyLlama, Llama 2/3.x with
 // llama3 RoPE scaling, SmolLM/SmolLM2, Mistral, llama2.c imports; GQA/MQA), `qwen2` (QKV biases, NEOX
-// RoPE) and `qwen3` (per-head RMSNorm of Q and K before RoPE, NEOX RoPE, head_dim set apart from dim).
+// RoPE), `qwen3` (per-head RMSNorm of Q and K before RoPE, NEOX RoPE, head_dim set apart from dim) and
+// `smollm3` (llama whose every 4th layer has no RoPE).
 //
 // Ownership: a Model owns its gguf::File; weight pointers point into the file's mapping (weights are
 // never copied; small 1-D tensors are converted to float at load). Immutable after Load and safe to
@@ -24,7 +25,7 @@ namespace edgedecode::llm {
 enum class RopeStyle { kNorm, kNeox };  // kNorm: adjacent pairs (2i, 2i+1); kNeox: (i, i + n_rot/2)
 
 struct ModelConfig {
-  std::string arch;         // "llama" | "qwen2" | "qwen3"
+  std::string arch;         // "llama" | "qwen2" | "qwen3" | "smollm3"
   std::string name;         // general.name
   int n_vocab = 0;
   int n_ctx_train = 0;      // {arch}.context_length
@@ -42,7 +43,10 @@ struct ModelConfig {
   bool qkv_bias = false;
   bool qk_norm = false;     // qwen3: RMSNorm over each head of q and k (weights of head_dim) before RoPE
   bool tied_embeddings = false;
+  // smollm3 (NoPE layers): layers l with (l + 1) % no_rope_every == 0 rotate nothing; 0: every layer rotates.
+  int no_rope_every = 0;
 
+  bool layer_uses_rope(int l) const { return no_rope_every == 0 || (l + 1) % no_rope_every != 0; }
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
 };

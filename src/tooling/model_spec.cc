@@ -17,8 +17,8 @@ int64_t ModelShape::n_params() const {
 }
 
 Status ModelShape::Validate() const {
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
-    return InvalidArgument("architecture '" + arch + "' is not supported (supported: llama, qwen2, qwen3)");
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "smollm3")
+    return InvalidArgument("architecture '" + arch + "' is not supported (supported: llama, qwen2, qwen3, smollm3)");
   auto bad = [](const char* what, int64_t v) {
     return InvalidArgument(std::string(what) + " must be positive (got " + std::to_string(v) + ")");
   };

@@ -13,7 +13,7 @@
 namespace edgedecode::tooling {
 
 struct ModelShape {
-  std::string arch = "llama";  // "llama", "qwen2" or "qwen3"
+  std::string arch = "llama";  // "llama", "qwen2", "qwen3" or "smollm3" (llama's tensors; the runtime skips RoPE in every 4th layer)
   std::string name = "synthetic";
   int64_t dim = 256;           // embedding_length
   int64_t n_layers = 4;        // block_count

@@ -79,6 +79,10 @@ const std::vector<PresetEntry>& Presets() {
       // scaled frequencies turn the heads by radians (with 8192 they would only differ in tiny angles).
       {"qwen3-tiny", Qwen3("synth-qwen3-tiny", 256, 4, 4, 2, 128, 768, 2048, 2048)},
       {"llama3-tiny", Llama3("synth-llama3-tiny", 256, 4, 4, 2, 768, 2048, 2048, 32, 64)},
+      // SmolLM3-3B (config.json: hidden 2048, 36 layers, 16 heads / 4 kv, ffn 11008, theta 5e6, tied; NoPE in
+      // every 4th layer). smollm3-tiny: 4 layers, so that layer 3 is a NoPE layer.
+      {"smollm3-3b", Make("smollm3", "synth-smollm3-3b", 2048, 36, 16, 4, 11008, 128256, 65536, 5000000, 1e-6, true, false)},
+      {"smollm3-tiny", Make("smollm3", "synth-smollm3-tiny", 256, 4, 8, 2, 768, 2048, 2048, 5000000, 1e-6, true, false)},
   };
   return k;
 }

@@ -33,7 +33,7 @@ struct SynthConfig {
 };
 
 // Preset names: tinyllama-1.1b, smollm2-135m, qwen2.5-0.5b, llama-tiny, qwen2-tiny, qwen3-0.6b, qwen3-1.7b,
-// llama3.2-1b, qwen3-tiny, llama3-tiny.
+// llama3.2-1b, qwen3-tiny, llama3-tiny, smollm3-3b, smollm3-tiny.
 std::vector<std::string> PresetNames();
 Result<ModelShape> Preset(const std::string& name);
 // A JSON object of shape fields (all optional, over the preset `base` or llama-tiny): "preset",

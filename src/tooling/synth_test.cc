@@ -150,6 +150,22 @@ TEST(Synth, Qwen3AndLlama3Shapes) {
   EXPECT_FALSE(ShapeFromJson("{\"preset\": \"llama3-tiny\", \"rope_low_freq_factor\": 5}", "x.json").ok());
 }
 
+TEST(Synth, Smollm3Shapes) {
+  // SmolLM3-3B: 3.08B parameters, tied (embeddings included).
+  EXPECT_EQ(Preset("smollm3-3b")->n_params(), 3075098624);
+  SynthConfig c;
+  c.shape = Preset("smollm3-tiny").value();
+  ASSERT_TRUE(SynthesizeModel(c, Tmp("sm3.gguf")).ok());
+  auto f = gguf::File::Open(Tmp("sm3.gguf"));
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ((*f)->GetStringOr("general.architecture", ""), "smollm3");
+  EXPECT_EQ((*f)->GetIntOr("smollm3.block_count", 0), 4);
+  EXPECT_EQ((*f)->GetIntOr("smollm3.rope.dimension_count", 0), 32);
+  EXPECT_EQ((*f)->FindTensor("blk.3.attn_k.weight")->dims, (std::vector<int64_t>{256, 64}));
+  EXPECT_EQ((*f)->FindTensor("output.weight"), nullptr);  // tied
+  EXPECT_EQ((*f)->FindTensor("rope_freqs.weight"), nullptr);
+}
+
 TEST(Synth, BadConfig) {
   EXPECT_FALSE(Preset("nope").ok());
   EXPECT_FALSE(ShapeFromJson("{\"dim\": 100, \"n_heads\": 3}", "x.json").ok());
