@@ -85,13 +85,14 @@ Context::Context(const Model& model, const ContextParams& params, int n_ctx, int
   rope_cos_.resize(sz.rope / 2);
   rope_sin_.resize(sz.rope / 2);
   const float theta_scale = std::pow(c.rope_base, -2.0f / static_cast<float>(c.n_rot));
-  const std::vector<float>& ff = model.rope_freq_factors();
+  const std::vector<float>& ff = model.RopeFactorsFor(n_ctx);
+  const float mscale = c.rope_attn_factor;  // LongRoPE's attention factor: ggml scales cos and sin by it
   for (int p = 0; p < n_ctx; ++p) {
     float theta_base = static_cast<float>(p);
     for (int i = 0; i < half; ++i) {
       float theta = c.rope_freq_scale * (ff.empty() ? theta_base : theta_base / ff[static_cast<size_t>(i)]);
-      rope_cos_[static_cast<size_t>(p) * half + i] = std::cos(theta);
-      rope_sin_[static_cast<size_t>(p) * half + i] = std::sin(theta);
+      rope_cos_[static_cast<size_t>(p) * half + i] = std::cos(theta) * mscale;
+      rope_sin_[static_cast<size_t>(p) * half + i] = std::sin(theta) * mscale;
       theta_base *= theta_scale;
     }
   }

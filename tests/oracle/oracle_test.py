@@ -64,6 +64,12 @@ MODELS = [
     # smollm3: llama with no RoPE in every 4th layer (smollm3-tiny's layer 3).
     dict(name=f"smollm3-tiny.{t}", src=("synth", "smollm3-tiny", t), on=True) for t in ("f16", "q8_0", "q4_k")
 ] + [
+    # phi3: fused QKV and gate/up, NEOX RoPE. phi4-tiny: partial rotary, tied, LongRoPE's long factors and
+    # attention factor; phi3-tiny: untied, full rotary, the short factors, a sliding window both ignore.
+    dict(name=f"phi4-tiny.{t}", src=("synth", "phi4-tiny", t), on=True) for t in ("f16", "q8_0", "q4_k")
+] + [
+    dict(name="phi3-tiny.f16", src=("synth", "phi3-tiny", "f16"), on=True)
+] + [
     dict(name=f"llama-tiny.f32>{t}", src=("quantize", "llama-tiny", t), on=True)
     for t in ("q8_0", "q4_0", "q4_k", "q6_k")
 ]
