@@ -31,7 +31,7 @@ TEST(RunErrors, BadModelsGiveClearErrors) {
   // A vocab-only GGUF of another architecture: named, with the supported list.
   r = RunEdgedecode("run -m " + std::string(EDGEDECODE_TESTDATA) + "/vocab/ggml-vocab-gpt-2.gguf -p hi");
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_NE(r.err.find("architecture 'gpt2' is not supported (supported: llama, qwen2, qwen3)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("architecture 'gpt2' is not supported (supported: llama, qwen2, qwen3, smollm3, phi3)"), std::string::npos) << r.err;
   // A llama vocab-only file has the architecture but no weights: the missing tensor is named.
   r = RunEdgedecode("run -m " + std::string(EDGEDECODE_TESTDATA) + "/vocab/ggml-vocab-llama-spm.gguf -p hi");
   EXPECT_EQ(r.exit_code, 3);
@@ -67,6 +67,56 @@ TEST(RunErrors, Qwen3MissingOrMisshapedTensors) {
   EXPECT_NE(r.err.find("tensor 'blk.0.attn_q.weight' has shape 256x512, the architecture needs 256x256"), std::string::npos)
       << r.err;
   for (const std::string& f : {q2, relabelled, q3, nokey}) std::remove(f.c_str());
+}
+
+TEST(RunErrors, Smollm3MissingOrMisshapedTensors) {
+  const std::string sm = TempPath("sm3.gguf");
+  ASSERT_EQ(RunEdgedecode("synth --preset smollm3-tiny --type f16 -o " + sm).exit_code, 0);
+  // A renamed tensor: the one the architecture needs is named, with its shape.
+  const std::string renamed = Patched(sm, "blk.1.ffn_up.weight", "blk.1.ffn_uX.weight", TempPath("sm3up.gguf"));
+  CommandResult r = RunEdgedecode("run -m " + renamed + " -p hi -n 1");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("required tensor 'blk.1.ffn_up.weight' is missing (the architecture needs 256x768)"),
+            std::string::npos) << r.err;
+  // blk.0's q and k swapped: attn_q has the k shape (2 kv heads of 32).
+  std::string swapped = Patched(sm, "blk.0.attn_q.weight", "blk.0.attn_X.weight", TempPath("sm3qk.gguf"));
+  swapped = Patched(swapped, "blk.0.attn_k.weight", "blk.0.attn_q.weight", swapped);
+  swapped = Patched(swapped, "blk.0.attn_X.weight", "blk.0.attn_k.weight", swapped);
+  r = RunEdgedecode("run -m " + swapped + " -p hi -n 1");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("tensor 'blk.0.attn_q.weight' has shape 256x64, the architecture needs 256x256"), std::string::npos)
+      << r.err;
+  for (const std::string& f : {sm, renamed, swapped}) std::remove(f.c_str());
+}
+
+TEST(RunErrors, Phi3MissingOrMisshapedTensors) {
+  const std::string phi = TempPath("phi.gguf");
+  ASSERT_EQ(RunEdgedecode("synth --preset phi4-tiny --type f16 -o " + phi).exit_code, 0);
+  // No fused QKV (and no separate q): the fused one is named with its shape, q (256) + k and v (2 heads of 32).
+  const std::string noqkv = Patched(phi, "blk.2.attn_qkv.weight", "blk.2.attn_qkX.weight", TempPath("phiqkv.gguf"));
+  CommandResult r = RunEdgedecode("run -m " + noqkv + " -p hi -n 1");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("required tensor 'blk.2.attn_qkv.weight' is missing (the architecture needs 256x384)"),
+            std::string::npos) << r.err;
+  // ffn_up missing: it must hold gate and up (2 x 768 rows).
+  const std::string noup = Patched(phi, "blk.1.ffn_up.weight", "blk.1.ffn_uX.weight", TempPath("phiup.gguf"));
+  r = RunEdgedecode("run -m " + noup + " -p hi -n 1");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("required tensor 'blk.1.ffn_up.weight' is missing (the architecture needs 256x1536)"),
+            std::string::npos) << r.err;
+  // No head_count_kv: 8 kv heads, so attn_qkv should have 256 + 2 x 256 rows.
+  const std::string nokv = Patched(phi, "phi3.attention.head_count_kv", "phi3.attention.head_count_kX", TempPath("phikv.gguf"));
+  r = RunEdgedecode("run -m " + nokv + " -p hi -n 1");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("tensor 'blk.0.attn_qkv.weight' has shape 256x384, the architecture needs 256x768"),
+            std::string::npos) << r.err;
+  // LongRoPE factors of the wrong length (rope.dimension_count 24 gives 12 per table).
+  const std::string badrope = Patched(phi, "phi3.rope.dimension_count", "phi3.rope.dimension_counX", TempPath("phirope.gguf"));
+  r = RunEdgedecode("run -m " + badrope + " -p hi -n 1");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("tensor 'rope_factors_long.weight' has 12 elements, the architecture needs 16"), std::string::npos)
+      << r.err;
+  for (const std::string& f : {phi, noqkv, noup, nokv, badrope}) std::remove(f.c_str());
 }
 
 TEST(RunErrors, PromptLongerThanContext) {

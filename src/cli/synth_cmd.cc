@@ -26,7 +26,7 @@ int SynthMain(int argc, char** argv) {
   app.add_option("--preset", preset, "shape preset: " + presets);
   app.add_option("--config", config, "JSON file of shape fields (dim, n_layers, n_heads, n_kv_heads, ffn, vocab, "
                                      "context, arch, tied, qkv_bias, rope_base, rms_eps, head_dim, rope_scaling_factor, rope_low_freq_factor, "
-                                     "rope_high_freq_factor, rope_orig_context, preset); see docs/tooling.md");
+                                     "rope_high_freq_factor, rope_orig_context, rope_dims, longrope, sliding_window, preset); see docs/tooling.md");
   app.add_option("--type", type_name, "type of the weight matrices: " + WritableTypeList())->capture_default_str();
   app.add_option("--vocab", vocab, "copy the tokenizer from this vocab GGUF (default: a synthetic SentencePiece one)");
   app.add_option("-s,--seed", seed, "weight seed")->capture_default_str();

@@ -85,13 +85,14 @@ Context::Context(const Model& model, const ContextParams& params, int n_ctx, int
   rope_cos_.resize(sz.rope / 2);
   rope_sin_.resize(sz.rope / 2);
   const float theta_scale = std::pow(c.rope_base, -2.0f / static_cast<float>(c.n_rot));
-  const std::vector<float>& ff = model.rope_freq_factors();
+  const std::vector<float>& ff = model.RopeFactorsFor(n_ctx);
+  const float mscale = c.rope_attn_factor;  // LongRoPE's attention factor: ggml scales cos and sin by it
   for (int p = 0; p < n_ctx; ++p) {
     float theta_base = static_cast<float>(p);
     for (int i = 0; i < half; ++i) {
       float theta = c.rope_freq_scale * (ff.empty() ? theta_base : theta_base / ff[static_cast<size_t>(i)]);
-      rope_cos_[static_cast<size_t>(p) * half + i] = std::cos(theta);
-      rope_sin_[static_cast<size_t>(p) * half + i] = std::sin(theta);
+      rope_cos_[static_cast<size_t>(p) * half + i] = std::cos(theta) * mscale;
+      rope_sin_[static_cast<size_t>(p) * half + i] = std::sin(theta) * mscale;
       theta_base *= theta_scale;
     }
   }
@@ -354,6 +355,7 @@ void Context::RopeAndWriteKv(int layer, const LayerWeights& L, int m, int p0) {
   const int qd = c.q_dim(), kvd = c.kv_dim();
   uint8_t* kc = k_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * k_row_;
   uint8_t* vc = v_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * v_row_;
+  const bool uses_rope = c.layer_uses_rope(layer);  // smollm3's NoPE layers: q and k as projected
   auto bias_rope = [&](int i) {
     float* q = q_.data() + static_cast<size_t>(i) * qd;
     float* k = k_.data() + static_cast<size_t>(i) * kvd;
@@ -371,8 +373,10 @@ void Context::RopeAndWriteKv(int layer, const LayerWeights& L, int m, int p0) {
         kernels::RmsNorm(params_.isa, k + static_cast<size_t>(h) * c.head_dim, L.k_norm.data(), c.head_dim, c.norm_eps,
                          k + static_cast<size_t>(h) * c.head_dim);
     }
-    Rope(q, c.n_heads, p0 + i);
-    Rope(k, c.n_kv_heads, p0 + i);
+    if (uses_rope) {
+      Rope(q, c.n_heads, p0 + i);
+      Rope(k, c.n_kv_heads, p0 + i);
+    }
     if (rotate_k_) {
       for (int h = 0; h < c.n_kv_heads; ++h) Hadamard(k + static_cast<size_t>(h) * c.head_dim, c.head_dim);
     }

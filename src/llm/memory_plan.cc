@@ -87,7 +87,7 @@ MemoryPlan PlanMemory(const Model& model, const PlanParams& p) {
   for (const LayerWeights& L : model.layers())
     small += (L.attn_norm.size() + L.ffn_norm.size() + L.bq.size() + L.bk.size() + L.bv.size() + L.q_norm.size() +
               L.k_norm.size()) * sizeof(float);
-  small += (model.output_norm().size() + model.rope_freq_factors().size()) * sizeof(float);
+  small += (model.output_norm().size() + model.rope_factor_floats()) * sizeof(float);
   plan.items.push_back({"norms and biases (f32 copies)", small, "1-D tensors converted at load"});
   const uint64_t kv = KvCacheBytes(c, p.n_ctx, p.type_k, p.type_v) * static_cast<uint64_t>(p.n_seqs);
   plan.items.push_back({"KV cache", kv,

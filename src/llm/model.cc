@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <new>
+#include <utility>
 
 #include "llm/rope_scaling.h"
 #include "quant/quant.h"
@@ -14,10 +16,23 @@
 namespace edgedecode::llm {
 namespace {
 
-const char* kSupported = "llama, qwen2, qwen3";
+const char* kSupported = "llama, qwen2, qwen3, smollm3, phi3";
 constexpr int64_t kMaxDim = int64_t{1} << 24;      // embedding, ffn and q widths, block count
 constexpr int64_t kMaxContext = int64_t{1} << 30;  // trained context length
 constexpr uint64_t kTensorsPerBlock = 9;           // attn_norm, q, k, v, output, ffn_norm, gate, up, down
+constexpr uint64_t kPhi3TensorsPerBlock = 6;       // attn_norm, qkv, output, ffn_norm, up (gate and up), down
+
+// A fused matrix (phi3's attn_qkv, its ffn_up holding gate and up) as views of consecutive row ranges: each
+// part is a matrix of its own to the kernels and to RepackForKernels, and keeps the file tensor's name.
+void SplitRows(const Weight& fused, std::initializer_list<std::pair<int64_t, Weight*>> parts) {
+  int64_t r0 = 0;
+  for (const auto& [rows, w] : parts) {
+    *w = fused;
+    w->data = static_cast<const uint8_t*>(fused.data) + RowBytes(fused.type, fused.cols) * static_cast<size_t>(r0);
+    w->rows = rows;
+    r0 += rows;
+  }
+}
 
 // Prefixes the file name unless the message already starts with it (the gguf getters name the file).
 Status WithPath(const Status& st, const std::string& path) {
@@ -39,7 +54,8 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, bool load_to
 Status Model::Init(bool load_tokenizer) {
   const gguf::File& f = *file_;
   ED_ASSIGN_OR_RETURN(cfg_.arch, f.GetString("general.architecture"));
-  if (cfg_.arch != "llama" && cfg_.arch != "qwen2" && cfg_.arch != "qwen3")
+  if (cfg_.arch != "llama" && cfg_.arch != "qwen2" && cfg_.arch != "qwen3" && cfg_.arch != "smollm3" &&
+      cfg_.arch != "phi3")
     return Unsupported("architecture '" + cfg_.arch + "' is not supported (supported: " + kSupported + ")");
   const std::string a = cfg_.arch + ".";
   cfg_.name = f.GetStringOr("general.name", "");
@@ -90,8 +106,23 @@ Status Model::Init(bool load_tokenizer) {
   double factor = f.GetFloatOr(a + "rope.scaling.factor", 0.0);
   if (scaling == "linear" && factor > 0) cfg_.rope_freq_scale = static_cast<float>(1.0 / factor);
   cfg_.norm_eps = static_cast<float>(f.GetFloatOr(a + "attention.layer_norm_rms_epsilon", 1e-5));
-  // As llama.cpp's llama_model_rope_type: qwen2 and qwen3 rotate (i, i + n_rot/2), llama adjacent pairs.
-  cfg_.rope = cfg_.arch == "llama" ? RopeStyle::kNorm : RopeStyle::kNeox;
+  // As llama.cpp's llama_model_rope_type: qwen2 and qwen3 rotate (i, i + n_rot/2), llama and smollm3 adjacent pairs.
+  cfg_.rope = cfg_.arch == "llama" || cfg_.arch == "smollm3" ? RopeStyle::kNorm : RopeStyle::kNeox;
+  // SmolLM3 leaves RoPE out of every 4th layer (3, 7, ...): a constant of the architecture in llama.cpp
+  // (n_no_rope_layer_step), not a GGUF key.
+  if (cfg_.arch == "smollm3") cfg_.no_rope_every = 4;
+  const bool phi3 = cfg_.arch == "phi3";
+  // phi3's {arch}.attention.sliding_window is read by no one: llama.cpp turns sliding-window attention off
+  // for phi3 (its converters do not describe the layer pattern), and so does edgedecode (full causal
+  // attention in every layer), to compute the function llama.cpp does.
+  cfg_.n_ctx_orig = cfg_.n_ctx_train;
+  if (phi3)
+    ED_RETURN_IF_ERROR(opt(a + "rope.scaling.original_context_length", cfg_.n_ctx_train, 1, kMaxContext, &cfg_.n_ctx_orig));
+  const double attn_factor = f.GetFloatOr(a + "rope.scaling.attn_factor", 1.0);
+  if (!(attn_factor > 0 && attn_factor <= 100))
+    return Corrupt("metadata '" + a + "rope.scaling.attn_factor' has an invalid value " + std::to_string(attn_factor) +
+                   " (expected more than 0 and at most 100)");
+  cfg_.rope_attn_factor = static_cast<float>(attn_factor);
   cfg_.qkv_bias = cfg_.arch == "qwen2";
   cfg_.qk_norm = cfg_.arch == "qwen3";
 
@@ -144,18 +175,26 @@ Status Model::Init(bool load_tokenizer) {
   cfg_.n_vocab = static_cast<int>(token_embd_.rows);
   // Each block has at least kTensorsPerBlock tensors: a block count the file cannot hold is refused before
   // anything is sized by it.
-  if (static_cast<uint64_t>(cfg_.n_layers) * kTensorsPerBlock > f.tensors().size())
+  const uint64_t per_block = phi3 ? kPhi3TensorsPerBlock : kTensorsPerBlock;
+  if (static_cast<uint64_t>(cfg_.n_layers) * per_block > f.tensors().size())
     return Corrupt("metadata '" + a + "block_count' is " + std::to_string(cfg_.n_layers) + " but the file has " +
                    std::to_string(f.tensors().size()) + " tensors (each block needs at least " +
-                   std::to_string(kTensorsPerBlock) + ")");
+                   std::to_string(per_block) + ")");
   layers_.resize(static_cast<size_t>(cfg_.n_layers));
   for (int l = 0; l < cfg_.n_layers; ++l) {
     LayerWeights& L = layers_[static_cast<size_t>(l)];
     const std::string p = "blk." + std::to_string(l) + ".";
     ED_RETURN_IF_ERROR(vec(p + "attn_norm.weight", dim, &L.attn_norm, true));
-    ED_RETURN_IF_ERROR(weight(p + "attn_q.weight", dim, qd, &L.wq));
-    ED_RETURN_IF_ERROR(weight(p + "attn_k.weight", dim, kvd, &L.wk));
-    ED_RETURN_IF_ERROR(weight(p + "attn_v.weight", dim, kvd, &L.wv));
+    // phi3 stores q, k and v as one matrix (rows q, then k, then v); llama.cpp also takes them apart.
+    if (phi3 && (f.FindTensor(p + "attn_qkv.weight") != nullptr || f.FindTensor(p + "attn_q.weight") == nullptr)) {
+      Weight qkv;
+      ED_RETURN_IF_ERROR(weight(p + "attn_qkv.weight", dim, qd + 2 * kvd, &qkv));
+      SplitRows(qkv, {{qd, &L.wq}, {kvd, &L.wk}, {kvd, &L.wv}});
+    } else {
+      ED_RETURN_IF_ERROR(weight(p + "attn_q.weight", dim, qd, &L.wq));
+      ED_RETURN_IF_ERROR(weight(p + "attn_k.weight", dim, kvd, &L.wk));
+      ED_RETURN_IF_ERROR(weight(p + "attn_v.weight", dim, kvd, &L.wv));
+    }
     ED_RETURN_IF_ERROR(weight(p + "attn_output.weight", qd, dim, &L.wo));
     ED_RETURN_IF_ERROR(vec(p + "attn_q.bias", qd, &L.bq, cfg_.qkv_bias));
     ED_RETURN_IF_ERROR(vec(p + "attn_k.bias", kvd, &L.bk, cfg_.qkv_bias));
@@ -165,8 +204,14 @@ Status Model::Init(bool load_tokenizer) {
       ED_RETURN_IF_ERROR(vec(p + "attn_k_norm.weight", cfg_.head_dim, &L.k_norm, true));
     }
     ED_RETURN_IF_ERROR(vec(p + "ffn_norm.weight", dim, &L.ffn_norm, true));
-    ED_RETURN_IF_ERROR(weight(p + "ffn_gate.weight", dim, ffn, &L.w_gate));
-    ED_RETURN_IF_ERROR(weight(p + "ffn_up.weight", dim, ffn, &L.w_up));
+    if (phi3) {  // ffn_up holds gate (rows 0..ffn, silu applied) then up: llama.cpp's SWIGLU of one matrix
+      Weight gate_up;
+      ED_RETURN_IF_ERROR(weight(p + "ffn_up.weight", dim, 2 * ffn, &gate_up));
+      SplitRows(gate_up, {{ffn, &L.w_gate}, {ffn, &L.w_up}});
+    } else {
+      ED_RETURN_IF_ERROR(weight(p + "ffn_gate.weight", dim, ffn, &L.w_gate));
+      ED_RETURN_IF_ERROR(weight(p + "ffn_up.weight", dim, ffn, &L.w_up));
+    }
     ED_RETURN_IF_ERROR(weight(p + "ffn_down.weight", ffn, dim, &L.w_down));
   }
   ED_RETURN_IF_ERROR(vec("output_norm.weight", dim, &output_norm_, true));
@@ -177,6 +222,16 @@ Status Model::Init(bool load_tokenizer) {
     cfg_.tied_embeddings = true;
   }
   ED_RETURN_IF_ERROR(vec("rope_freqs.weight", cfg_.n_rot / 2, &rope_freqs_, false));
+  if (phi3) {  // LongRoPE: optional (Phi-3-mini-4k has none), one pair for every layer
+    ED_RETURN_IF_ERROR(vec("rope_factors_long.weight", cfg_.n_rot / 2, &rope_long_, false));
+    ED_RETURN_IF_ERROR(vec("rope_factors_short.weight", cfg_.n_rot / 2, &rope_short_, false));
+  }
+  for (const auto& [name, v] : {std::pair{"rope_freqs.weight", &rope_freqs_}, std::pair{"rope_factors_long.weight", &rope_long_},
+                                std::pair{"rope_factors_short.weight", &rope_short_}})
+    for (size_t i = 0; i < v->size(); ++i)
+      if (!((*v)[i] > 0))  // a divisor of the rotary frequencies
+        return Corrupt(std::string("tensor '") + name + "' element " + std::to_string(i) + " is " +
+                       std::to_string((*v)[i]) + " (RoPE frequency factors must be positive)");
   if (rope_freqs_.empty() && scaling == "llama3") {
     // llama.cpp's files carry rope_freqs.weight instead; this serves writers that keep the parameters.
     Llama3RopeScaling s;
@@ -202,10 +257,17 @@ Status Model::Init(bool load_tokenizer) {
   return Status::Ok();
 }
 
+const std::vector<float>& Model::RopeFactorsFor(int n_ctx) const {
+  if (!rope_freqs_.empty()) return rope_freqs_;
+  return n_ctx > cfg_.n_ctx_orig ? rope_long_ : rope_short_;
+}
+
 Status Model::CheckWeights(bool full) const {
+  const gguf::TensorInfo* last = nullptr;
   for (const Weight* w : all_weights()) {
     const gguf::TensorInfo* t = file_->FindTensor(w->name);
-    if (t == nullptr) continue;
+    if (t == nullptr || t == last) continue;  // the views of one fused tensor come one after the other
+    last = t;
     const int64_t bad = quant::FirstNonFinite(t->ggml_type(), t->data, t->n_elements(), !full);
     if (bad < 0) continue;
     const GgmlTypeTraits& tr = TypeTraits(t->type);

@@ -1,6 +1,8 @@
 // A decoder-only transformer loaded from GGUF: the architectures `llama` (TinyLlama, Llama 2/3.x with
 // llama3 RoPE scaling, SmolLM/SmolLM2, Mistral, llama2.c imports; GQA/MQA), `qwen2` (QKV biases, NEOX
-// RoPE) and `qwen3` (per-head RMSNorm of Q and K before RoPE, NEOX RoPE, head_dim set apart from dim).
+// RoPE), `qwen3` (per-head RMSNorm of Q and K before RoPE, NEOX RoPE, head_dim set apart from dim) and
+// `smollm3` (llama whose every 4th layer has no RoPE) and `phi3` (Phi-3 / Phi-4-mini: fused QKV and gate/up
+// matrices, NEOX RoPE, partial rotary, LongRoPE factors).
 //
 // Ownership: a Model owns its gguf::File; weight pointers point into the file's mapping (weights are
 // never copied; small 1-D tensors are converted to float at load). Immutable after Load and safe to
@@ -24,7 +26,7 @@ namespace edgedecode::llm {
 enum class RopeStyle { kNorm, kNeox };  // kNorm: adjacent pairs (2i, 2i+1); kNeox: (i, i + n_rot/2)
 
 struct ModelConfig {
-  std::string arch;         // "llama" | "qwen2" | "qwen3"
+  std::string arch;         // "llama" | "qwen2" | "qwen3" | "smollm3" | "phi3"
   std::string name;         // general.name
   int n_vocab = 0;
   int n_ctx_train = 0;      // {arch}.context_length
@@ -42,7 +44,16 @@ struct ModelConfig {
   bool qkv_bias = false;
   bool qk_norm = false;     // qwen3: RMSNorm over each head of q and k (weights of head_dim) before RoPE
   bool tied_embeddings = false;
+  // smollm3 (NoPE layers): layers l with (l + 1) % no_rope_every == 0 rotate nothing; 0: every layer rotates.
+  int no_rope_every = 0;
 
+  // LongRoPE (phi3): a context longer than n_ctx_orig ({arch}.rope.scaling.original_context_length, else
+  // n_ctx_train) rotates with rope_factors_long.weight, a shorter one with rope_factors_short.weight, as
+  // llama.cpp chooses. rope_attn_factor ({arch}.rope.scaling.attn_factor, 1 when absent) scales cos and sin.
+  int n_ctx_orig = 0;
+  float rope_attn_factor = 1.f;
+
+  bool layer_uses_rope(int l) const { return no_rope_every == 0 || (l + 1) % no_rope_every != 0; }
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
 };
@@ -92,6 +103,10 @@ class Model {
   // Divisors of the RoPE frequencies (llama3 scaling): the file's rope_freqs.weight, else computed from
   // rope.scaling.* when rope.scaling.type is llama3; empty when the model has none.
   const std::vector<float>& rope_freq_factors() const { return rope_freqs_; }  // (n_rot/2) or empty
+  // The divisors a context of n_ctx positions rotates with: rope_freq_factors() when the file has them, else
+  // phi3's LongRoPE factors (long when n_ctx > n_ctx_orig, else short); empty when the model has none.
+  const std::vector<float>& RopeFactorsFor(int n_ctx) const;
+  size_t rope_factor_floats() const { return rope_freqs_.size() + rope_long_.size() + rope_short_.size(); }
 
   // Moves the matrices every token streams (the layers' and the output; never the token embedding,
   // which is read by rows) out of the file mapping into one arena the model owns, backed by transparent
@@ -128,6 +143,7 @@ class Model {
   std::vector<float> output_norm_;
   Weight output_;
   std::vector<float> rope_freqs_;
+  std::vector<float> rope_long_, rope_short_;  // phi3: rope_factors_long / _short.weight (n_rot/2) or empty
   struct FreeDeleter { void operator()(uint8_t* p) const { std::free(p); } };
   // Owns Weight::packed and the copied Weight::data of the streamed matrices (RepackForKernels).
   std::unique_ptr<uint8_t[], FreeDeleter> arena_;

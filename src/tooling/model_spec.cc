@@ -1,5 +1,8 @@
 #include "tooling/model_spec.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "llm/rope_scaling.h"
 
 namespace edgedecode::tooling {
@@ -17,8 +20,8 @@ int64_t ModelShape::n_params() const {
 }
 
 Status ModelShape::Validate() const {
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
-    return InvalidArgument("architecture '" + arch + "' is not supported (supported: llama, qwen2, qwen3)");
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "smollm3" && arch != "phi3")
+    return InvalidArgument("architecture '" + arch + "' is not supported (supported: llama, qwen2, qwen3, smollm3, phi3)");
   auto bad = [](const char* what, int64_t v) {
     return InvalidArgument(std::string(what) + " must be positive (got " + std::to_string(v) + ")");
   };
@@ -33,6 +36,12 @@ Status ModelShape::Validate() const {
   if (key_length == 0 && dim % n_heads != 0)
     return InvalidArgument("dim " + std::to_string(dim) + " is not a multiple of n_heads (or give head_dim)");
   if (head_dim() % 2 != 0) return InvalidArgument("head dim must be even (RoPE rotates pairs)");
+  if (rope_dims < 0 || rope_dims % 2 != 0 || rope_dims > head_dim())
+    return InvalidArgument("rope_dims must be even and at most the head dim (0: the head dim)");
+  if ((longrope || sliding_window != 0) && !phi3()) return InvalidArgument("longrope and sliding_window are phi3's");
+  if (sliding_window < 0) return InvalidArgument("sliding_window must not be negative");
+  if (longrope && !(rope_orig_context > 0 && rope_orig_context <= context))
+    return InvalidArgument("longrope needs 0 < rope_orig_context <= context");
   if (rope_scaling_factor < 0) return InvalidArgument("rope_scaling_factor must be positive (0: no llama3 scaling)");
   if (llama3_rope() && !(rope_low_freq_factor > 0 && rope_high_freq_factor > rope_low_freq_factor && rope_orig_context > 0))
     return InvalidArgument("llama3 rope scaling needs 0 < rope_low_freq_factor < rope_high_freq_factor and "
@@ -47,6 +56,30 @@ Status ModelShape::Validate() const {
   return Status::Ok();
 }
 
+namespace {
+
+// phi3 after the global tensors: the LongRoPE factors, then per block attn_norm, attn_qkv (q, k, v rows),
+// attn_output, ffn_norm, ffn_up (gate rows, then up rows), ffn_down.
+std::vector<TensorSpec> Phi3Tensors(const ModelShape& s, std::vector<TensorSpec> t) {
+  const int64_t hd = s.head_dim(), q = s.n_heads * hd, kv = s.n_kv_heads * hd;
+  if (s.longrope) {
+    t.push_back({"rope_factors_long.weight", {s.n_rot() / 2}, TensorRole::kRopeLong});
+    t.push_back({"rope_factors_short.weight", {s.n_rot() / 2}, TensorRole::kRopeShort});
+  }
+  for (int l = 0; l < s.n_layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    t.push_back({b + "attn_norm.weight", {s.dim}, TensorRole::kNorm, l});
+    t.push_back({b + "attn_qkv.weight", {s.dim, q + 2 * kv}, TensorRole::kAttnQ, l});
+    t.push_back({b + "attn_output.weight", {q, s.dim}, TensorRole::kAttnOut, l});
+    t.push_back({b + "ffn_norm.weight", {s.dim}, TensorRole::kNorm, l});
+    t.push_back({b + "ffn_up.weight", {s.dim, 2 * s.ffn}, TensorRole::kFfnUp, l});
+    t.push_back({b + "ffn_down.weight", {s.ffn, s.dim}, TensorRole::kFfnDown, l});
+  }
+  return t;
+}
+
+}  // namespace
+
 std::vector<TensorSpec> ModelTensors(const ModelShape& s) {
   const int64_t hd = s.head_dim(), q = s.n_heads * hd, kv = s.n_kv_heads * hd;
   std::vector<TensorSpec> t;
@@ -54,6 +87,7 @@ std::vector<TensorSpec> ModelTensors(const ModelShape& s) {
   t.push_back({"output_norm.weight", {s.dim}, TensorRole::kNorm});
   if (!s.tied) t.push_back({"output.weight", {s.dim, s.vocab}, TensorRole::kOutput});
   if (s.llama3_rope()) t.push_back({"rope_freqs.weight", {hd / 2}, TensorRole::kRopeFreqs});
+  if (s.phi3()) return Phi3Tensors(s, std::move(t));
   for (int l = 0; l < s.n_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     t.push_back({b + "attn_q.weight", {s.dim, q}, TensorRole::kAttnQ, l});
@@ -91,10 +125,32 @@ void SetArchMetadata(const ModelShape& s, StreamWriter* w) {
     w->Set(a + "attention.key_length", Value::U32(static_cast<uint32_t>(s.key_length)));
     w->Set(a + "attention.value_length", Value::U32(static_cast<uint32_t>(s.key_length)));
   }
-  w->Set(a + "rope.dimension_count", Value::U32(static_cast<uint32_t>(s.head_dim())));
+  w->Set(a + "rope.dimension_count", Value::U32(static_cast<uint32_t>(s.n_rot())));
   w->Set(a + "rope.freq_base", Value::F32(static_cast<float>(s.rope_base)));
   w->Set(a + "attention.layer_norm_rms_epsilon", Value::F32(static_cast<float>(s.rms_eps)));
   w->Set(a + "vocab_size", Value::U32(static_cast<uint32_t>(s.vocab)));
+  if (s.phi3()) {  // as llama.cpp's Phi3MiniModel converter writes them
+    w->Set(a + "rope.scaling.original_context_length", Value::U32(static_cast<uint32_t>(s.rope_orig_context)));
+    w->Set(a + "attention.sliding_window", Value::U32(static_cast<uint32_t>(s.sliding_window)));
+    if (s.longrope) w->Set(a + "rope.scaling.attn_factor", Value::F32(static_cast<float>(LongRopeAttnFactor(s))));
+  }
+}
+
+std::vector<float> LongRopeFactors(const ModelShape& s, bool long_factors) {
+  const int64_t half = s.n_rot() / 2;
+  const double scale = static_cast<double>(s.context) / static_cast<double>(s.rope_orig_context);
+  std::vector<float> f(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) {
+    const double t = half > 1 ? static_cast<double>(i) / static_cast<double>(half - 1) : 0.0;
+    // Like the real ones: rising with the dimension, the high-frequency pairs left near 1.
+    f[static_cast<size_t>(i)] = static_cast<float>(long_factors ? std::pow(std::max(scale, 1.0), t * t) : 1.0 + t * t);
+  }
+  return f;
+}
+
+double LongRopeAttnFactor(const ModelShape& s) {
+  const double scale = static_cast<double>(s.context) / static_cast<double>(s.rope_orig_context);
+  return scale > 1.0 ? std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(s.rope_orig_context))) : 1.0;
 }
 
 std::vector<float> RopeFreqFactors(const ModelShape& s) {

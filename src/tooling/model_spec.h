@@ -13,7 +13,7 @@
 namespace edgedecode::tooling {
 
 struct ModelShape {
-  std::string arch = "llama";  // "llama", "qwen2" or "qwen3"
+  std::string arch = "llama";  // "llama", "qwen2", "qwen3", "smollm3" (llama's tensors; the runtime skips RoPE in every 4th layer) or "phi3"
   std::string name = "synthetic";
   int64_t dim = 256;           // embedding_length
   int64_t n_layers = 4;        // block_count
@@ -34,17 +34,23 @@ struct ModelShape {
   double rope_low_freq_factor = 1;
   double rope_high_freq_factor = 4;
   int64_t rope_orig_context = 8192;
+  // phi3: attn_qkv and ffn_up (gate and up) fused; rope.scaling.original_context_length = rope_orig_context.
+  int64_t rope_dims = 0;       // rope.dimension_count (partial rotary: Phi-4-mini rotates 96 of 128); 0: head_dim
+  bool longrope = false;       // phi3: rope_factors_long / _short.weight (LongRoPEFactors) and rope.scaling.attn_factor
+  int64_t sliding_window = 0;  // phi3: attention.sliding_window, written as the converter does (the runtimes ignore it)
 
   int64_t head_dim() const { return key_length > 0 ? key_length : dim / n_heads; }
   bool qk_norm() const { return arch == "qwen3"; }  // attn_q_norm / attn_k_norm.weight (head_dim) per layer
   bool llama3_rope() const { return rope_scaling_factor > 0; }
+  bool phi3() const { return arch == "phi3"; }
+  int64_t n_rot() const { return rope_dims > 0 ? rope_dims : head_dim(); }
   int64_t n_params() const;
   Status Validate() const;
 };
 
 // kRopeFreqs: rope_freqs.weight, computed values (llm::Llama3RopeFactors), not random.
 enum class TensorRole { kEmbedding, kNorm, kBias, kAttnQ, kAttnK, kAttnV, kAttnOut, kFfnGate, kFfnUp, kFfnDown, kOutput,
-                        kRopeFreqs };
+                        kRopeFreqs, kRopeLong, kRopeShort };
 
 struct TensorSpec {
   std::string name;
@@ -60,6 +66,11 @@ struct TensorSpec {
 std::vector<TensorSpec> ModelTensors(const ModelShape& s);
 // The values of rope_freqs.weight (head_dim / 2) of a shape with llama3_rope().
 std::vector<float> RopeFreqFactors(const ModelShape& s);
+// phi3 LongRoPE: the values of rope_factors_long.weight (long) or rope_factors_short.weight (n_rot / 2 each):
+// made-up smooth curves of the real ones' ranges (short 1 to 2, long 1 to context / rope_orig_context).
+std::vector<float> LongRopeFactors(const ModelShape& s, bool long_factors);
+// rope.scaling.attn_factor as llama.cpp's converter computes it for LongRoPE: sqrt(1 + ln(scale) / ln(orig)).
+double LongRopeAttnFactor(const ModelShape& s);
 
 // general.architecture, general.name and the {arch}.* hyper-parameters.
 void SetArchMetadata(const ModelShape& s, StreamWriter* w);

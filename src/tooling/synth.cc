@@ -46,6 +46,17 @@ ModelShape Qwen3(const char* name, int64_t dim, int64_t layers, int64_t heads, i
   return s;
 }
 
+// phi3 (Phi-3 / Phi-4-mini): fused QKV and gate/up, theta 10000, eps 1e-5.
+ModelShape Phi3(const char* name, int64_t dim, int64_t layers, int64_t heads, int64_t kv, int64_t ffn, int64_t vocab,
+                int64_t ctx, bool tied, int64_t rope_dims, int64_t orig_ctx, bool longrope, int64_t sliding_window) {
+  ModelShape s = Make("phi3", name, dim, layers, heads, kv, ffn, vocab, ctx, 10000, 1e-5, tied, false);
+  s.rope_dims = rope_dims;
+  s.rope_orig_context = orig_ctx;
+  s.longrope = longrope;
+  s.sliding_window = sliding_window;
+  return s;
+}
+
 // llama with llama3 RoPE scaling (factor, low/high frequency factors, original context).
 ModelShape Llama3(const char* name, int64_t dim, int64_t layers, int64_t heads, int64_t kv, int64_t ffn, int64_t vocab,
                   int64_t ctx, double factor, int64_t orig_ctx) {
@@ -79,6 +90,23 @@ const std::vector<PresetEntry>& Presets() {
       // scaled frequencies turn the heads by radians (with 8192 they would only differ in tiny angles).
       {"qwen3-tiny", Qwen3("synth-qwen3-tiny", 256, 4, 4, 2, 128, 768, 2048, 2048)},
       {"llama3-tiny", Llama3("synth-llama3-tiny", 256, 4, 4, 2, 768, 2048, 2048, 32, 64)},
+      // SmolLM3-3B (config.json: hidden 2048, 36 layers, 16 heads / 4 kv, ffn 11008, theta 5e6, tied; NoPE in
+      // every 4th layer). smollm3-tiny: 4 layers, so that layer 3 is a NoPE layer.
+      {"smollm3-3b", Make("smollm3", "synth-smollm3-3b", 2048, 36, 16, 4, 11008, 128256, 65536, 5000000, 1e-6, true, false)},
+      // Phi-3-mini-4k-instruct (hidden 3072, 32 layers, 32 heads, ffn 8192, vocab 32064, sliding_window 2047, no
+      // LongRoPE, untied) and Phi-4-mini-instruct (24 / 8 heads of 128, partial_rotary_factor 0.75, LongRoPE
+      // from 4096 to 131072, vocab 200064, tied).
+      {"phi3-mini-4k", Phi3("synth-phi-mini-4k", 3072, 32, 32, 32, 8192, 32064, 4096, false, 0, 4096, false, 2047)},
+      {"phi4-mini", Phi3("synth-phi4-mini", 3072, 32, 24, 8, 8192, 200064, 131072, true, 96, 4096, true, 0)},
+      // (general.name avoids "phi3" and "phi-3": llama.cpp then marks the tokens of Phi-3's vocabulary special,
+      // looking up <|endoftext|>, which the synthetic vocabulary does not have, and fails to load.)
+      // phi3 test shapes. phi4-tiny: 8 / 2 heads of 32 rotating 24 dims, tied, LongRoPE from 32 to 2048: every
+      // context of more than 32 positions (both engines' in the oracle test: 2048 and 256) takes the long
+      // factors. phi3-tiny: untied, a sliding window written, LongRoPE whose original context is the whole
+      // 2048: the short factors on both sides.
+      {"phi4-tiny", Phi3("synth-phi4-tiny", 256, 4, 8, 2, 768, 2048, 2048, true, 24, 32, true, 0)},
+      {"phi3-tiny", Phi3("synth-phi-tiny", 256, 4, 8, 8, 768, 2048, 2048, false, 0, 2048, true, 2047)},
+      {"smollm3-tiny", Make("smollm3", "synth-smollm3-tiny", 256, 4, 8, 2, 768, 2048, 2048, 5000000, 1e-6, true, false)},
   };
   return k;
 }
@@ -117,7 +145,8 @@ Init InitFor(const TensorSpec& t, const ModelShape& s, double logit_scale) {
       return {0.0f, inv_dim};
     case TensorRole::kAttnOut: case TensorRole::kFfnDown:
       return {0.0f, 1.0f / std::sqrt(static_cast<float>(t.dims[0]))};
-    case TensorRole::kRopeFreqs: return {0.0f, 0.0f};  // computed values, not drawn (SynthesizeModel)
+    case TensorRole::kRopeFreqs: case TensorRole::kRopeLong: case TensorRole::kRopeShort:
+      return {0.0f, 0.0f};  // computed values, not drawn (SynthesizeModel)
   }
   return {0.0f, 1.0f};
 }
@@ -191,7 +220,7 @@ Result<ModelShape> ShapeFromJson(const std::string& text, const std::string& src
   static const char* kKeys[] = {"preset", "arch", "name", "dim", "n_layers", "n_heads", "n_kv_heads", "ffn",
                                 "vocab", "context", "rope_base", "rms_eps", "tied", "qkv_bias", "head_dim",
                                 "rope_scaling_factor", "rope_low_freq_factor", "rope_high_freq_factor",
-                                "rope_orig_context"};
+                                "rope_orig_context", "rope_dims", "longrope", "sliding_window"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const char* k : kKeys) known |= it.key() == k;
@@ -220,6 +249,9 @@ Result<ModelShape> ShapeFromJson(const std::string& text, const std::string& src
   ED_RETURN_IF_ERROR(GetField(j, "rope_low_freq_factor", &s.rope_low_freq_factor, src));
   ED_RETURN_IF_ERROR(GetField(j, "rope_high_freq_factor", &s.rope_high_freq_factor, src));
   ED_RETURN_IF_ERROR(GetField(j, "rope_orig_context", &s.rope_orig_context, src));
+  ED_RETURN_IF_ERROR(GetField(j, "rope_dims", &s.rope_dims, src));
+  ED_RETURN_IF_ERROR(GetField(j, "longrope", &s.longrope, src));
+  ED_RETURN_IF_ERROR(GetField(j, "sliding_window", &s.sliding_window, src));
   ED_RETURN_IF_ERROR(s.Validate().WithContext(src));
   return s;
 }
@@ -284,8 +316,9 @@ Status SynthesizeModel(const SynthConfig& cfg, const std::string& out_path, Synt
     const uint64_t tensor_seed = MixSeed(cfg.seed, Fnv1a(t.name));
     const int64_t n = t.dims[0], rows = t.n_elements() / n;
     const size_t row_bytes = RowBytes(types[ti], n);
-    if (t.role == TensorRole::kRopeFreqs) {  // 1-D f32
-      const std::vector<float> ff = RopeFreqFactors(s);
+    if (t.role == TensorRole::kRopeFreqs || t.role == TensorRole::kRopeLong || t.role == TensorRole::kRopeShort) {  // 1-D f32
+      const std::vector<float> ff = t.role == TensorRole::kRopeFreqs ? RopeFreqFactors(s)
+                                                                     : LongRopeFactors(s, t.role == TensorRole::kRopeLong);
       ED_RETURN_IF_ERROR(w.Write(ff.data(), ff.size() * sizeof(float)));
       continue;
     }

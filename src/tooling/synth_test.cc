@@ -150,6 +150,60 @@ TEST(Synth, Qwen3AndLlama3Shapes) {
   EXPECT_FALSE(ShapeFromJson("{\"preset\": \"llama3-tiny\", \"rope_low_freq_factor\": 5}", "x.json").ok());
 }
 
+TEST(Synth, Smollm3Shapes) {
+  // SmolLM3-3B: 3.08B parameters, tied (embeddings included).
+  EXPECT_EQ(Preset("smollm3-3b")->n_params(), 3075098624);
+  SynthConfig c;
+  c.shape = Preset("smollm3-tiny").value();
+  ASSERT_TRUE(SynthesizeModel(c, Tmp("sm3.gguf")).ok());
+  auto f = gguf::File::Open(Tmp("sm3.gguf"));
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ((*f)->GetStringOr("general.architecture", ""), "smollm3");
+  EXPECT_EQ((*f)->GetIntOr("smollm3.block_count", 0), 4);
+  EXPECT_EQ((*f)->GetIntOr("smollm3.rope.dimension_count", 0), 32);
+  EXPECT_EQ((*f)->FindTensor("blk.3.attn_k.weight")->dims, (std::vector<int64_t>{256, 64}));
+  EXPECT_EQ((*f)->FindTensor("output.weight"), nullptr);  // tied
+  EXPECT_EQ((*f)->FindTensor("rope_freqs.weight"), nullptr);
+}
+
+TEST(Synth, Phi3Shapes) {
+  // Phi-3-mini (3.82B, untied) and Phi-4-mini (3.84B, tied; + 2 x 48 LongRoPE factors).
+  EXPECT_EQ(Preset("phi3-mini-4k")->n_params(), 3821079552);
+  EXPECT_EQ(Preset("phi4-mini")->n_params(), 3836021760 + 96);
+  SynthConfig c;
+  c.shape = Preset("phi4-tiny").value();
+  ASSERT_TRUE(SynthesizeModel(c, Tmp("phi4.gguf")).ok());
+  auto f = gguf::File::Open(Tmp("phi4.gguf"));
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ((*f)->GetStringOr("general.architecture", ""), "phi3");
+  EXPECT_EQ((*f)->GetIntOr("phi3.rope.dimension_count", 0), 24);  // partial rotary: 24 of 32
+  EXPECT_EQ((*f)->GetIntOr("phi3.rope.scaling.original_context_length", 0), 32);
+  EXPECT_NEAR((*f)->GetFloatOr("phi3.rope.scaling.attn_factor", 0), std::sqrt(1 + std::log(64.0) / std::log(32.0)), 1e-6);
+  EXPECT_EQ((*f)->FindTensor("blk.0.attn_qkv.weight")->dims, (std::vector<int64_t>{256, 384}));
+  EXPECT_EQ((*f)->FindTensor("blk.0.ffn_up.weight")->dims, (std::vector<int64_t>{256, 1536}));
+  EXPECT_EQ((*f)->FindTensor("blk.0.ffn_gate.weight"), nullptr);
+  EXPECT_EQ((*f)->FindTensor("blk.0.attn_q.weight"), nullptr);
+  EXPECT_EQ((*f)->FindTensor("output.weight"), nullptr);  // tied
+  for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"}) {
+    const gguf::TensorInfo* t = (*f)->FindTensor(name);
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_EQ(t->dims, (std::vector<int64_t>{12}));
+    EXPECT_EQ(t->ggml_type(), GgmlType::kF32);
+  }
+  const std::vector<float> lf = LongRopeFactors(c.shape, true), sf = LongRopeFactors(c.shape, false);
+  EXPECT_EQ(lf.front(), 1.0f);
+  EXPECT_NEAR(lf.back(), 64.0f, 1e-4);  // 2048 / 32
+  EXPECT_NEAR(sf.back(), 2.0f, 1e-6);
+  c.shape = Preset("phi3-tiny").value();
+  ASSERT_TRUE(SynthesizeModel(c, Tmp("phi3.gguf")).ok());
+  f = gguf::File::Open(Tmp("phi3.gguf"));
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ((*f)->GetIntOr("phi3.attention.sliding_window", 0), 2047);
+  EXPECT_NE((*f)->FindTensor("output.weight"), nullptr);
+  EXPECT_FALSE(ShapeFromJson("{\"preset\": \"llama-tiny\", \"longrope\": true}", "x.json").ok());
+  EXPECT_FALSE(ShapeFromJson("{\"preset\": \"phi4-tiny\", \"rope_dims\": 33}", "x.json").ok());
+}
+
 TEST(Synth, BadConfig) {
   EXPECT_FALSE(Preset("nope").ok());
   EXPECT_FALSE(ShapeFromJson("{\"dim\": 100, \"n_heads\": 3}", "x.json").ok());
