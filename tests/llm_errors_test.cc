@@ -31,7 +31,7 @@ TEST(RunErrors, BadModelsGiveClearErrors) {
   // A vocab-only GGUF of another architecture: named, with the supported list.
   r = RunEdgedecode("run -m " + std::string(EDGEDECODE_TESTDATA) + "/vocab/ggml-vocab-gpt-2.gguf -p hi");
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_NE(r.err.find("architecture 'gpt2' is not supported (supported: llama, qwen2, qwen3)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("architecture 'gpt2' is not supported (supported: llama, qwen2, qwen3, gemma3)"), std::string::npos) << r.err;
   // A llama vocab-only file has the architecture but no weights: the missing tensor is named.
   r = RunEdgedecode("run -m " + std::string(EDGEDECODE_TESTDATA) + "/vocab/ggml-vocab-llama-spm.gguf -p hi");
   EXPECT_EQ(r.exit_code, 3);
@@ -67,6 +67,27 @@ TEST(RunErrors, Qwen3MissingOrMisshapedTensors) {
   EXPECT_NE(r.err.find("tensor 'blk.0.attn_q.weight' has shape 256x512, the architecture needs 256x256"), std::string::npos)
       << r.err;
   for (const std::string& f : {q2, relabelled, q3, nokey}) std::remove(f.c_str());
+}
+
+TEST(RunErrors, Gemma3MissingOrMisshapedTensors) {
+  const std::string g = TempPath("g3.gguf");
+  ASSERT_EQ(RunEdgedecode("synth --preset gemma3-tiny --type f16 -o " + g).exit_code, 0);
+  ASSERT_EQ(RunEdgedecode("run -m " + g + " -p hi -n 1").exit_code, 0);
+  // gemma3 norms each block's FFN output: a file without post_ffw_norm is refused, the tensor named.
+  const std::string nopost = Patched(g, "post_ffw_norm", "post_ffw_morm", TempPath("g3nopost.gguf"));
+  CommandResult r = RunEdgedecode("run -m " + nopost + " -p hi -n 1");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("required tensor 'blk.0.post_ffw_norm.weight' is missing (the architecture needs 256 elements)"),
+            std::string::npos) << r.err;
+  // Without attention.key_length head_dim falls back to dim / n_heads = 64: the q matrix (4 heads of 128) does not fit.
+  std::string nokey = Patched(g, "attention.key_length", "attention.key_lengtX", TempPath("g3nokey.gguf"));
+  nokey = Patched(nokey, "attention.value_length", "attention.value_lengtX", nokey);
+  nokey = Patched(nokey, "rope.dimension_count", "rope.dimension_counX", nokey);
+  r = RunEdgedecode("run -m " + nokey + " -p hi -n 1");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("tensor 'blk.0.attn_q.weight' has shape 256x512, the architecture needs 256x256"), std::string::npos)
+      << r.err;
+  for (const std::string& f : {g, nopost, nokey}) std::remove(f.c_str());
 }
 
 TEST(RunErrors, PromptLongerThanContext) {

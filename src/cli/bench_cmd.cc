@@ -66,7 +66,7 @@ double BytesPerToken(const llm::Model& m, int depth, GgmlType kv) {
   const llm::Weight& e = m.token_embd();
   if (!m.config().tied_embeddings) b -= static_cast<double>(e.nbytes()) - static_cast<double>(RowBytes(e.type, e.cols));
   const llm::ModelConfig& c = m.config();
-  b += static_cast<double>(llm::KvCacheBytes(c, depth, kv, kv));
+  b += static_cast<double>(llm::KvCacheBytes(c, depth, kv, kv, 1));
   return b;
 }
 

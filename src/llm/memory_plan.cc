@@ -42,7 +42,7 @@ ScratchSizes ComputeScratch(const ModelConfig& c, int n_ctx, int n_batch, bool h
   s.k = s.v = nb * c.kv_dim();
   s.gate = s.up = nb * c.ffn_dim;
   s.logits = nb * c.n_vocab;
-  s.rope = 2 * static_cast<size_t>(n_ctx) * (c.n_rot / 2);
+  s.rope = (c.n_swa > 0 ? 4 : 2) * static_cast<size_t>(n_ctx) * (c.n_rot / 2);  // a second table for sliding layers
   const size_t kmax = static_cast<size_t>(std::max({c.dim, c.q_dim(), c.ffn_dim}));
   // Float copy (4 B/elem) and the q8 form (1 B + 4/32 d + 4/32 d*sum + 2/16 block sums = 1.375 B/elem);
   // with f16 / bf16 matrices also the 16-bit copy the kernels read (2 B/elem).
@@ -85,11 +85,11 @@ MemoryPlan PlanMemory(const Model& model, const PlanParams& p) {
   plan.items.push_back({"weights", model.file().file_size(), how});
   uint64_t small = 0;
   for (const LayerWeights& L : model.layers())
-    small += (L.attn_norm.size() + L.ffn_norm.size() + L.bq.size() + L.bk.size() + L.bv.size() + L.q_norm.size() +
+    small += (L.attn_norm.size() + L.ffn_norm.size() + L.attn_post_norm.size() + L.ffn_post_norm.size() + L.bq.size() + L.bk.size() + L.bv.size() + L.q_norm.size() +
               L.k_norm.size()) * sizeof(float);
   small += (model.output_norm().size() + model.rope_freq_factors().size()) * sizeof(float);
   plan.items.push_back({"norms and biases (f32 copies)", small, "1-D tensors converted at load"});
-  const uint64_t kv = KvCacheBytes(c, p.n_ctx, p.type_k, p.type_v) * static_cast<uint64_t>(p.n_seqs);
+  const uint64_t kv = KvCacheBytes(c, p.n_ctx, p.type_k, p.type_v, p.n_batch) * static_cast<uint64_t>(p.n_seqs);
   plan.items.push_back({"KV cache", kv,
                         "2 x " + std::to_string(c.n_layers) + " layers x " + std::to_string(c.n_kv_heads) + " kv heads x " +
                             std::to_string(c.head_dim) + " head dim x " + std::to_string(p.n_ctx) + " ctx x " +

@@ -14,10 +14,41 @@
 namespace edgedecode::llm {
 namespace {
 
-const char* kSupported = "llama, qwen2, qwen3";
+const char* kSupported = "llama, qwen2, qwen3, gemma3";
 constexpr int64_t kMaxDim = int64_t{1} << 24;      // embedding, ffn and q widths, block count
 constexpr int64_t kMaxContext = int64_t{1} << 30;  // trained context length
 constexpr uint64_t kTensorsPerBlock = 9;           // attn_norm, q, k, v, output, ffn_norm, gate, up, down
+
+// gemma3's hyper-parameters, read as llama.cpp reads them (llama_model_gemma3::load_arch_hparams): Q and K
+// RMSNorm'd per head, NEOX RoPE; sliding-window layers only when attention.sliding_window is present and
+// positive, then every sliding_window_pattern-th layer (default 6) is global and the others rotate with
+// rope.freq_base_swa (default 10000); the attention scale is 1/sqrt(head_dim), but 1/sqrt(dim / n_heads) for
+// the 62-layer (27B) model. The norm weights are used as stored: llama.cpp's converter already added
+// gemma's +1 to them.
+Status GemmaConfig(const gguf::File& f, ModelConfig* c) {
+  const std::string a = c->arch + ".";
+  c->gemma = true;
+  c->qk_norm = true;
+  c->norm_eps = static_cast<float>(f.GetFloatOr(a + "attention.layer_norm_rms_epsilon", 1e-6));
+  const int64_t swa = f.GetIntOr(a + "attention.sliding_window", 0);
+  if (swa < 0 || swa > kMaxContext)
+    return Corrupt("metadata '" + a + "attention.sliding_window' has an invalid value " + std::to_string(swa));
+  if (swa > 0) {
+    c->n_swa = static_cast<int>(swa);
+    const int64_t period = f.GetIntOr(a + "attention.sliding_window_pattern", 6);
+    if (period < 0 || period > kMaxDim)
+      return Corrupt("metadata '" + a + "attention.sliding_window_pattern' has an invalid value " + std::to_string(period));
+    c->swa_period = static_cast<int>(period);
+    c->rope_base_swa = static_cast<float>(f.GetFloatOr(a + "rope.freq_base_swa", 10000.0));
+    if (!(c->rope_base_swa > 0)) return Corrupt("metadata '" + a + "rope.freq_base_swa' must be positive");
+  }
+  const double cap = f.GetFloatOr(a + "final_logit_softcapping", 0.0);
+  if (!(cap >= 0) || !std::isfinite(cap)) return Corrupt("metadata '" + a + "final_logit_softcapping' must be >= 0");
+  c->final_logit_softcap = static_cast<float>(cap);
+  c->attn_scale = c->n_layers == 62 ? 1.0f / std::sqrt(static_cast<float>(c->dim / c->n_heads))
+                                    : 1.0f / std::sqrt(static_cast<float>(c->head_dim));
+  return Status::Ok();
+}
 
 // Prefixes the file name unless the message already starts with it (the gguf getters name the file).
 Status WithPath(const Status& st, const std::string& path) {
@@ -39,7 +70,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, bool load_to
 Status Model::Init(bool load_tokenizer) {
   const gguf::File& f = *file_;
   ED_ASSIGN_OR_RETURN(cfg_.arch, f.GetString("general.architecture"));
-  if (cfg_.arch != "llama" && cfg_.arch != "qwen2" && cfg_.arch != "qwen3")
+  if (cfg_.arch != "llama" && cfg_.arch != "qwen2" && cfg_.arch != "qwen3" && cfg_.arch != "gemma3")
     return Unsupported("architecture '" + cfg_.arch + "' is not supported (supported: " + kSupported + ")");
   const std::string a = cfg_.arch + ".";
   cfg_.name = f.GetStringOr("general.name", "");
@@ -94,6 +125,8 @@ Status Model::Init(bool load_tokenizer) {
   cfg_.rope = cfg_.arch == "llama" ? RopeStyle::kNorm : RopeStyle::kNeox;
   cfg_.qkv_bias = cfg_.arch == "qwen2";
   cfg_.qk_norm = cfg_.arch == "qwen3";
+  cfg_.attn_scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
+  if (cfg_.arch == "gemma3") ED_RETURN_IF_ERROR(GemmaConfig(f, &cfg_));
 
   // Tensors, each checked against the shape the architecture needs.
   auto weight = [&](const std::string& name, int64_t cols, int64_t rows, Weight* out) -> Status {
@@ -165,6 +198,10 @@ Status Model::Init(bool load_tokenizer) {
       ED_RETURN_IF_ERROR(vec(p + "attn_k_norm.weight", cfg_.head_dim, &L.k_norm, true));
     }
     ED_RETURN_IF_ERROR(vec(p + "ffn_norm.weight", dim, &L.ffn_norm, true));
+    if (cfg_.gemma) {
+      ED_RETURN_IF_ERROR(vec(p + "post_attention_norm.weight", dim, &L.attn_post_norm, true));
+      ED_RETURN_IF_ERROR(vec(p + "post_ffw_norm.weight", dim, &L.ffn_post_norm, true));
+    }
     ED_RETURN_IF_ERROR(weight(p + "ffn_gate.weight", dim, ffn, &L.w_gate));
     ED_RETURN_IF_ERROR(weight(p + "ffn_up.weight", dim, ffn, &L.w_up));
     ED_RETURN_IF_ERROR(weight(p + "ffn_down.weight", ffn, dim, &L.w_down));
@@ -224,7 +261,7 @@ size_t Model::weight_bytes() const {
   for (const Weight* w : all_weights()) n += w->nbytes();
   // Norms and biases (float copies of small tensors).
   for (const LayerWeights& L : layers_)
-    n += (L.attn_norm.size() + L.ffn_norm.size() + L.bq.size() + L.bk.size() + L.bv.size() + L.q_norm.size() +
+    n += (L.attn_norm.size() + L.ffn_norm.size() + L.attn_post_norm.size() + L.ffn_post_norm.size() + L.bq.size() + L.bk.size() + L.bv.size() + L.q_norm.size() +
           L.k_norm.size()) * 4;
   return n + output_norm_.size() * 4;
 }

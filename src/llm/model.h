@@ -1,6 +1,8 @@
 // A decoder-only transformer loaded from GGUF: the architectures `llama` (TinyLlama, Llama 2/3.x with
 // llama3 RoPE scaling, SmolLM/SmolLM2, Mistral, llama2.c imports; GQA/MQA), `qwen2` (QKV biases, NEOX
-// RoPE) and `qwen3` (per-head RMSNorm of Q and K before RoPE, NEOX RoPE, head_dim set apart from dim).
+// RoPE), `qwen3` (per-head RMSNorm of Q and K before RoPE, NEOX RoPE, head_dim set apart from dim) and
+// `gemma3` (embeddings scaled by sqrt(dim), norms after attention and FFN too, Q/K RMSNorm, GELU-gated FFN,
+// sliding-window layers interleaved with global ones).
 //
 // Ownership: a Model owns its gguf::File; weight pointers point into the file's mapping (weights are
 // never copied; small 1-D tensors are converted to float at load). Immutable after Load and safe to
@@ -24,7 +26,7 @@ namespace edgedecode::llm {
 enum class RopeStyle { kNorm, kNeox };  // kNorm: adjacent pairs (2i, 2i+1); kNeox: (i, i + n_rot/2)
 
 struct ModelConfig {
-  std::string arch;         // "llama" | "qwen2" | "qwen3"
+  std::string arch;         // "llama" | "qwen2" | "qwen3" | "gemma3"
   std::string name;         // general.name
   int n_vocab = 0;
   int n_ctx_train = 0;      // {arch}.context_length
@@ -42,7 +44,19 @@ struct ModelConfig {
   bool qkv_bias = false;
   bool qk_norm = false;     // qwen3: RMSNorm over each head of q and k (weights of head_dim) before RoPE
   bool tied_embeddings = false;
+  float attn_scale = 0;     // multiplies q.k; 1/sqrt(head_dim) unless the architecture says otherwise
+  // gemma3 (see GemmaConfig in model.cc): x = embedding * sqrt(dim); RMSNorm of the attention and FFN
+  // outputs before each residual add (attn_post_norm, ffn_post_norm); gate activation GELU (tanh) instead of SiLU.
+  bool gemma = false;
+  // Sliding-window attention: a layer with swa_layer(l) attends to the n_swa positions up to its own
+  // (key position p0 is seen from query position p1 when p1 - p0 < n_swa) and rotates with rope_base_swa.
+  // Layer l is a sliding one when l % swa_period < swa_period - 1 (every swa_period-th layer is global).
+  int n_swa = 0;            // 0: no sliding-window layers
+  int swa_period = 0;
+  float rope_base_swa = 10000.f;
+  float final_logit_softcap = 0;  // > 0: logits = cap * tanh(logits / cap)
 
+  bool swa_layer(int l) const { return n_swa > 0 && (swa_period <= 0 || l % swa_period < swa_period - 1); }
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
 };
@@ -67,7 +81,9 @@ struct LayerWeights {
   std::vector<float> bq, bk, bv; // (q_dim), (kv_dim), (kv_dim); empty unless qkv_bias
   std::vector<float> q_norm;     // (head_dim), shared by every query head; empty unless qk_norm
   std::vector<float> k_norm;     // (head_dim), shared by every key head; empty unless qk_norm
+  std::vector<float> attn_post_norm;  // (dim), gemma only: RMSNorm of the attention output
   std::vector<float> ffn_norm;   // (dim)
+  std::vector<float> ffn_post_norm;   // (dim), gemma only: RMSNorm of the FFN output
   Weight w_gate;                 // (ffn_dim, dim)
   Weight w_up;                   // (ffn_dim, dim)
   Weight w_down;                 // (dim, ffn_dim)

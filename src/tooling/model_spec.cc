@@ -17,8 +17,8 @@ int64_t ModelShape::n_params() const {
 }
 
 Status ModelShape::Validate() const {
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
-    return InvalidArgument("architecture '" + arch + "' is not supported (supported: llama, qwen2, qwen3)");
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "gemma3")
+    return InvalidArgument("architecture '" + arch + "' is not supported (supported: llama, qwen2, qwen3, gemma3)");
   auto bad = [](const char* what, int64_t v) {
     return InvalidArgument(std::string(what) + " must be positive (got " + std::to_string(v) + ")");
   };
@@ -44,6 +44,8 @@ Status ModelShape::Validate() const {
       n_heads * head_dim() > (1 << 20))
     return InvalidArgument("model shape is absurdly large");
   if (!(rope_base > 0) || !(rms_eps > 0)) return InvalidArgument("rope_base and rms_eps must be positive");
+  if (sliding_window < 0 || sliding_window > context || swa_period < 0 || swa_period > 1024 || !(rope_base_swa > 0))
+    return InvalidArgument("sliding_window must be in [0, context], swa_period in [0, 1024] and rope_base_swa positive");
   return Status::Ok();
 }
 
@@ -68,10 +70,12 @@ std::vector<TensorSpec> ModelTensors(const ModelShape& s) {
       t.push_back({b + "attn_q_norm.weight", {hd}, TensorRole::kNorm, l});
       t.push_back({b + "attn_k_norm.weight", {hd}, TensorRole::kNorm, l});
     }
+    if (s.gemma()) t.push_back({b + "post_attention_norm.weight", {s.dim}, TensorRole::kNorm, l});
     t.push_back({b + "ffn_gate.weight", {s.dim, s.ffn}, TensorRole::kFfnGate, l});
     t.push_back({b + "ffn_down.weight", {s.ffn, s.dim}, TensorRole::kFfnDown, l});
     t.push_back({b + "ffn_up.weight", {s.dim, s.ffn}, TensorRole::kFfnUp, l});
     t.push_back({b + "ffn_norm.weight", {s.dim}, TensorRole::kNorm, l});
+    if (s.gemma()) t.push_back({b + "post_ffw_norm.weight", {s.dim}, TensorRole::kNorm, l});
   }
   return t;
 }
@@ -95,6 +99,11 @@ void SetArchMetadata(const ModelShape& s, StreamWriter* w) {
   w->Set(a + "rope.freq_base", Value::F32(static_cast<float>(s.rope_base)));
   w->Set(a + "attention.layer_norm_rms_epsilon", Value::F32(static_cast<float>(s.rms_eps)));
   w->Set(a + "vocab_size", Value::U32(static_cast<uint32_t>(s.vocab)));
+  if (s.gemma() && s.sliding_window > 0) {
+    w->Set(a + "attention.sliding_window", Value::U32(static_cast<uint32_t>(s.sliding_window)));
+    w->Set(a + "attention.sliding_window_pattern", Value::U32(static_cast<uint32_t>(s.swa_period)));
+    w->Set(a + "rope.freq_base_swa", Value::F32(static_cast<float>(s.rope_base_swa)));
+  }
 }
 
 std::vector<float> RopeFreqFactors(const ModelShape& s) {

@@ -13,7 +13,7 @@
 namespace edgedecode::tooling {
 
 struct ModelShape {
-  std::string arch = "llama";  // "llama", "qwen2" or "qwen3"
+  std::string arch = "llama";  // "llama", "qwen2", "qwen3" or "gemma3"
   std::string name = "synthetic";
   int64_t dim = 256;           // embedding_length
   int64_t n_layers = 4;        // block_count
@@ -34,9 +34,15 @@ struct ModelShape {
   double rope_low_freq_factor = 1;
   double rope_high_freq_factor = 4;
   int64_t rope_orig_context = 8192;
+  // gemma3: attention.sliding_window (0: every layer global), attention.sliding_window_pattern (every
+  // swa_period-th layer global) and rope.freq_base_swa (the sliding layers' RoPE base).
+  int64_t sliding_window = 0;
+  int64_t swa_period = 6;
+  double rope_base_swa = 10000.0;
 
   int64_t head_dim() const { return key_length > 0 ? key_length : dim / n_heads; }
-  bool qk_norm() const { return arch == "qwen3"; }  // attn_q_norm / attn_k_norm.weight (head_dim) per layer
+  bool qk_norm() const { return arch == "qwen3" || gemma(); }  // attn_q_norm / attn_k_norm.weight (head_dim) per layer
+  bool gemma() const { return arch == "gemma3"; }  // post_attention_norm / post_ffw_norm.weight (dim) per layer
   bool llama3_rope() const { return rope_scaling_factor > 0; }
   int64_t n_params() const;
   Status Validate() const;
@@ -56,7 +62,8 @@ struct TensorSpec {
 
 // Tensors in llama.cpp's order: token_embd, output_norm, output, rope_freqs (llama3 scaling), then per block
 // attn_q, attn_k, attn_v, attn_output, attn_norm, ffn_gate, ffn_down, ffn_up, ffn_norm (biases after their
-// weights; qwen3's attn_q_norm and attn_k_norm after attn_norm).
+// weights; qwen3's and gemma3's attn_q_norm and attn_k_norm after attn_norm; gemma3's post_attention_norm
+// after them, post_ffw_norm last).
 std::vector<TensorSpec> ModelTensors(const ModelShape& s);
 // The values of rope_freqs.weight (head_dim / 2) of a shape with llama3_rope().
 std::vector<float> RopeFreqFactors(const ModelShape& s);

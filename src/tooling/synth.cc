@@ -57,6 +57,18 @@ ModelShape Llama3(const char* name, int64_t dim, int64_t layers, int64_t heads, 
   return s;
 }
 
+// gemma3: head_dim set apart (256 in every size), tied, RoPE base 1e6 for the global layers and 10000 for
+// the sliding-window ones, every 6th layer global.
+ModelShape Gemma3(const char* name, int64_t dim, int64_t layers, int64_t heads, int64_t kv, int64_t head_dim,
+                  int64_t ffn, int64_t vocab, int64_t ctx, int64_t window, int64_t period) {
+  ModelShape s = Make("gemma3", name, dim, layers, heads, kv, ffn, vocab, ctx, 1000000, 1e-6, true, false);
+  s.key_length = head_dim;
+  s.sliding_window = window;
+  s.swa_period = period;
+  s.rope_base_swa = 10000;
+  return s;
+}
+
 struct PresetEntry {
   const char* name;
   ModelShape shape;
@@ -79,6 +91,13 @@ const std::vector<PresetEntry>& Presets() {
       // scaled frequencies turn the heads by radians (with 8192 they would only differ in tiny angles).
       {"qwen3-tiny", Qwen3("synth-qwen3-tiny", 256, 4, 4, 2, 128, 768, 2048, 2048)},
       {"llama3-tiny", Llama3("synth-llama3-tiny", 256, 4, 4, 2, 768, 2048, 2048, 32, 64)},
+      // Gemma 3 270M / 1B (config.json: hidden 640 / 1152, 18 / 26 layers, 4 heads, 1 KV head, head_dim 256,
+      // sliding_window 512, every 6th layer global, vocabulary 262144).
+      {"gemma3-270m", Gemma3("synth-gemma3-270m", 640, 18, 4, 1, 256, 2048, 262144, 32768, 512, 6)},
+      {"gemma3-1b", Gemma3("synth-gemma3-1b", 1152, 26, 4, 1, 256, 6912, 262144, 32768, 512, 6)},
+      // Test shape: a window of 16 so that the oracle prompts (up to 65 tokens) run far past it, and a
+      // period of 3 so that 4 layers have both kinds (0, 1, 3 sliding; 2 global).
+      {"gemma3-tiny", Gemma3("synth-gemma3-tiny", 256, 4, 4, 1, 128, 768, 2048, 2048, 16, 3)},
   };
   return k;
 }
@@ -191,7 +210,7 @@ Result<ModelShape> ShapeFromJson(const std::string& text, const std::string& src
   static const char* kKeys[] = {"preset", "arch", "name", "dim", "n_layers", "n_heads", "n_kv_heads", "ffn",
                                 "vocab", "context", "rope_base", "rms_eps", "tied", "qkv_bias", "head_dim",
                                 "rope_scaling_factor", "rope_low_freq_factor", "rope_high_freq_factor",
-                                "rope_orig_context"};
+                                "rope_orig_context", "sliding_window", "swa_period", "rope_base_swa"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const char* k : kKeys) known |= it.key() == k;
@@ -220,6 +239,9 @@ Result<ModelShape> ShapeFromJson(const std::string& text, const std::string& src
   ED_RETURN_IF_ERROR(GetField(j, "rope_low_freq_factor", &s.rope_low_freq_factor, src));
   ED_RETURN_IF_ERROR(GetField(j, "rope_high_freq_factor", &s.rope_high_freq_factor, src));
   ED_RETURN_IF_ERROR(GetField(j, "rope_orig_context", &s.rope_orig_context, src));
+  ED_RETURN_IF_ERROR(GetField(j, "sliding_window", &s.sliding_window, src));
+  ED_RETURN_IF_ERROR(GetField(j, "swa_period", &s.swa_period, src));
+  ED_RETURN_IF_ERROR(GetField(j, "rope_base_swa", &s.rope_base_swa, src));
   ED_RETURN_IF_ERROR(s.Validate().WithContext(src));
   return s;
 }

@@ -61,6 +61,10 @@ MODELS = [
     for preset in ("qwen3-tiny", "llama3-tiny")
     for t in ("f16", "q8_0", "q4_k")
 ] + [
+    # gemma3: sliding-window layers (window 16) interleaved with global ones; the prompts (32-65 ids) run
+    # well past the window, so the masked and ring-buffered positions are compared.
+    dict(name=f"gemma3-tiny.{t}", src=("synth", "gemma3-tiny", t), on=True) for t in ("f16", "q8_0", "q4_k")
+] + [
     dict(name=f"llama-tiny.f32>{t}", src=("quantize", "llama-tiny", t), on=True)
     for t in ("q8_0", "q4_0", "q4_k", "q6_k")
 ]
