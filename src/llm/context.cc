@@ -13,8 +13,11 @@
 namespace edgedecode::llm {
 
 int LayerKvRows(const ModelConfig& c, int layer, int n_ctx, int n_batch) {
-  (void)c, (void)layer, (void)n_batch;
-  return n_ctx;
+  if (!c.swa_layer(layer)) return n_ctx;
+  // The first token of a batch of m sees the window before it while the batch's last token is written:
+  // window + m - 1 positions live at once.
+  const int64_t ring = static_cast<int64_t>(c.n_swa) + std::min(std::max(n_batch, 1), n_ctx) - 1;
+  return static_cast<int>(std::min<int64_t>(ring, n_ctx));
 }
 
 size_t KvCacheBytes(const ModelConfig& c, int n_ctx, GgmlType type_k, GgmlType type_v, int n_batch) {

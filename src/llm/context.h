@@ -67,6 +67,7 @@ class Context {
   int n_logit_rows() const { return n_logit_rows_; }
   int n_vocab() const { return n_vocab_; }
   int n_past() const { return n_past_; }
+  int n_batch() const { return params_.n_batch; }
   int n_ctx() const { return n_ctx_; }
   // Drops positions >= n from the cache (used to roll back speculative tokens). Sliding-window layers keep
   // only the last window + batch - 1 positions (a ring): a roll back below min_truncate() would need
