@@ -90,11 +90,21 @@ MemoryPlan PlanMemory(const Model& model, const PlanParams& p) {
   small += (model.output_norm().size() + model.rope_freq_factors().size()) * sizeof(float);
   plan.items.push_back({"norms and biases (f32 copies)", small, "1-D tensors converted at load"});
   const uint64_t kv = KvCacheBytes(c, p.n_ctx, p.type_k, p.type_v, p.n_batch) * static_cast<uint64_t>(p.n_seqs);
+  // Sliding-window layers hold a ring of LayerKvRows rows, not the context.
+  int n_ring = 0, ring_rows = 0;
+  for (int l = 0; l < c.n_layers; ++l) {
+    const int rows = LayerKvRows(c, l, p.n_ctx, p.n_batch);
+    if (rows < p.n_ctx) ++n_ring, ring_rows = rows;
+  }
+  const std::string heads = std::to_string(c.n_kv_heads) + " kv heads x " + std::to_string(c.head_dim) + " head dim x ";
+  const std::string shape =
+      n_ring == 0 ? std::to_string(c.n_layers) + " layers x " + heads + std::to_string(p.n_ctx) + " ctx"
+                  : "(" + std::to_string(c.n_layers - n_ring) + " global layers x " + std::to_string(p.n_ctx) + " ctx + " +
+                        std::to_string(n_ring) + " sliding-window layers x a ring of " + std::to_string(ring_rows) + ") x " +
+                        heads.substr(0, heads.size() - 3);
   plan.items.push_back({"KV cache", kv,
-                        "2 x " + std::to_string(c.n_layers) + " layers x " + std::to_string(c.n_kv_heads) + " kv heads x " +
-                            std::to_string(c.head_dim) + " head dim x " + std::to_string(p.n_ctx) + " ctx x " +
-                            std::to_string(p.n_seqs) + " seqs, K " + TypeName(static_cast<uint32_t>(p.type_k)) + " / V " +
-                            TypeName(static_cast<uint32_t>(p.type_v)) + " (block scales included)"});
+                        "2 x " + shape + " x " + std::to_string(p.n_seqs) + " seqs, K " + TypeName(static_cast<uint32_t>(p.type_k)) +
+                            " / V " + TypeName(static_cast<uint32_t>(p.type_v)) + " (block scales included)"});
   ScratchSizes s = ComputeScratch(c, p.n_ctx, p.n_batch, HasHalfMatrices(model), HasQ4_0Matrices(model));
   plan.items.push_back({"activations and scratch", s.bytes() * static_cast<uint64_t>(p.n_seqs),
                         "batch " + std::to_string(std::min(p.n_batch, p.n_ctx)) + ": residual, q/k/v, ffn, logits (" +
