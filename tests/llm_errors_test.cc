@@ -73,6 +73,8 @@ TEST(RunErrors, Gemma3MissingOrMisshapedTensors) {
   const std::string g = TempPath("g3.gguf");
   ASSERT_EQ(RunEdgedecode("synth --preset gemma3-tiny --type f16 -o " + g).exit_code, 0);
   ASSERT_EQ(RunEdgedecode("run -m " + g + " -p hi -n 1").exit_code, 0);
+  CommandResult info = RunEdgedecode("info " + g);
+  EXPECT_NE(info.out.find("supported by this build: yes"), std::string::npos) << info.out << info.err;
   // gemma3 norms each block's FFN output: a file without post_ffw_norm is refused, the tensor named.
   const std::string nopost = Patched(g, "post_ffw_norm", "post_ffw_morm", TempPath("g3nopost.gguf"));
   CommandResult r = RunEdgedecode("run -m " + nopost + " -p hi -n 1");
