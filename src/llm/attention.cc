@@ -25,6 +25,19 @@ int Context::ChunkRows(int layer, int t0, int nt, int* row) const {
   return std::min(nt, rows - *row);
 }
 
+namespace {
+
+// The scores of n positions scaled (and, with cap > 0, soft-capped: gemma2's cap * tanh(s / cap), as
+// llama.cpp's scale, tanh, scale), and their maximum with mx (kernels::ScaleMax).
+float ScaleCapMax(kernels::Isa isa, float* s, int n, float scale, float cap, float mx) {
+  if (cap <= 0) return kernels::ScaleMax(isa, s, n, scale, mx);
+  const float inv = 1.0f / cap;
+  for (int i = 0; i < n; ++i) s[i] = std::tanh(s[i] * scale * inv) * cap;
+  return kernels::ScaleMax(isa, s, n, 1.0f, mx);
+}
+
+}  // namespace
+
 // Where attention reads head kvh of positions [t0, t0+nt) of a layer's cache (c): in place, in the stored
 // type, contiguous rows of the head-major layout -- unless the type is quantized and its blocks span
 // heads (head_dim % 32 != 0, stories260K), when the position-major rows (row_bytes apart) are dequantized
@@ -88,7 +101,8 @@ void Context::AttendF16(int layer, const uint8_t* kc, const uint8_t* vc, int kvh
     const uint16_t* v = reinterpret_cast<const uint16_t*>(vc + HeadRowOffset(GgmlType::kF16, kvh, t % rows, rows));
     double dot = 0;
     for (int d = 0; d < hd; ++d) dot += static_cast<double>(quant::HalfToFloat(qh[d]) * quant::HalfToFloat(k[d]));
-    const float s = static_cast<float>(dot) * scale;
+    float s = static_cast<float>(dot) * scale;
+    if (const float cap = model_.config().attn_logit_softcap; cap > 0) s = std::tanh(s / cap) * cap;
     float ms = 1.0f, vs = 1.0f;
     if (s > M) {
       ms = std::exp(M - s);
@@ -147,7 +161,7 @@ void Context::Attention(int layer, int m, int p0) {
         else kernels::AttentionScoresQ(isa, K.type, K.rows, K.stride, hd, nt, qa, s.data(), C);
         for (int g = 0; g < group; ++g) {
           float* sg = s.data() + static_cast<size_t>(g) * C;
-          const float cm = kernels::ScaleMax(isa, sg, nt, scale, mx[g]);
+          const float cm = ScaleCapMax(isa, sg, nt, scale, c.attn_logit_softcap, mx[g]);
           if (cm > mx[g]) {  // rescale what was summed so far (by 0 on the first chunk: mx = -inf)
             const float r = std::exp(mx[g] - cm);
             for (int d = 0; d < hd; ++d) acc[static_cast<size_t>(g) * hd + d] *= r;
@@ -201,7 +215,7 @@ void Context::AttentionFullScores(int layer, int m, int p0) {
       }
       for (int g = 0; g < group; ++g) {  // softmax over the whole row
         float* r = sc.data() + static_cast<size_t>(g) * n_max;
-        const float mx = kernels::ScaleMax(isa, r, n, scale, -INFINITY);
+        const float mx = ScaleCapMax(isa, r, n, scale, c.attn_logit_softcap, -INFINITY);
         sum[static_cast<size_t>(g)] = kernels::ExpSubSum(isa, r, mx, r, n);
       }
       std::fill(it.out, it.out + static_cast<size_t>(group) * hd, 0.0f);

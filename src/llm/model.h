@@ -2,7 +2,8 @@
 // llama3 RoPE scaling, SmolLM/SmolLM2, Mistral, llama2.c imports; GQA/MQA), `qwen2` (QKV biases, NEOX
 // RoPE), `qwen3` (per-head RMSNorm of Q and K before RoPE, NEOX RoPE, head_dim set apart from dim) and
 // `gemma3` (embeddings scaled by sqrt(dim), norms after attention and FFN too, Q/K RMSNorm, GELU-gated FFN,
-// sliding-window layers interleaved with global ones).
+// sliding-window layers interleaved with global ones) and `gemma2` (as gemma3 without the q/k norm, with
+// soft-capped attention scores and logits, every other layer sliding).
 //
 // Ownership: a Model owns its gguf::File; weight pointers point into the file's mapping (weights are
 // never copied; small 1-D tensors are converted to float at load). Immutable after Load and safe to
@@ -26,7 +27,7 @@ namespace edgedecode::llm {
 enum class RopeStyle { kNorm, kNeox };  // kNorm: adjacent pairs (2i, 2i+1); kNeox: (i, i + n_rot/2)
 
 struct ModelConfig {
-  std::string arch;         // "llama" | "qwen2" | "qwen3" | "gemma3"
+  std::string arch;         // "llama" | "qwen2" | "qwen3" | "gemma3" | "gemma2"
   std::string name;         // general.name
   int n_vocab = 0;
   int n_ctx_train = 0;      // {arch}.context_length
@@ -55,6 +56,7 @@ struct ModelConfig {
   int swa_period = 0;
   float rope_base_swa = 10000.f;
   float final_logit_softcap = 0;  // > 0: logits = cap * tanh(logits / cap)
+  float attn_logit_softcap = 0;   // > 0 (gemma2): each scaled score s = cap * tanh(s / cap) before the softmax
 
   bool swa_layer(int l) const { return n_swa > 0 && (swa_period <= 0 || l % swa_period < swa_period - 1); }
   int q_dim() const { return n_heads * head_dim; }

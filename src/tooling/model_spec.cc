@@ -17,8 +17,8 @@ int64_t ModelShape::n_params() const {
 }
 
 Status ModelShape::Validate() const {
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "gemma3")
-    return InvalidArgument("architecture '" + arch + "' is not supported (supported: llama, qwen2, qwen3, gemma3)");
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "gemma3" && arch != "gemma2")
+    return InvalidArgument("architecture '" + arch + "' is not supported (supported: llama, qwen2, qwen3, gemma3, gemma2)");
   auto bad = [](const char* what, int64_t v) {
     return InvalidArgument(std::string(what) + " must be positive (got " + std::to_string(v) + ")");
   };
@@ -46,6 +46,7 @@ Status ModelShape::Validate() const {
   if (!(rope_base > 0) || !(rms_eps > 0)) return InvalidArgument("rope_base and rms_eps must be positive");
   if (sliding_window < 0 || sliding_window > context || swa_period < 0 || swa_period > 1024 || !(rope_base_swa > 0))
     return InvalidArgument("sliding_window must be in [0, context], swa_period in [0, 1024] and rope_base_swa positive");
+  if (!(attn_softcap > 0) || !(final_softcap > 0)) return InvalidArgument("attn_softcap and final_softcap must be positive");
   return Status::Ok();
 }
 
@@ -103,6 +104,10 @@ void SetArchMetadata(const ModelShape& s, StreamWriter* w) {
     w->Set(a + "attention.sliding_window", Value::U32(static_cast<uint32_t>(s.sliding_window)));
     w->Set(a + "attention.sliding_window_pattern", Value::U32(static_cast<uint32_t>(s.swa_period)));
     w->Set(a + "rope.freq_base_swa", Value::F32(static_cast<float>(s.rope_base_swa)));
+  }
+  if (s.arch == "gemma2") {
+    w->Set(a + "attn_logit_softcapping", Value::F32(static_cast<float>(s.attn_softcap)));
+    w->Set(a + "final_logit_softcapping", Value::F32(static_cast<float>(s.final_softcap)));
   }
 }
 

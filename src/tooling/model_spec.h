@@ -13,7 +13,7 @@
 namespace edgedecode::tooling {
 
 struct ModelShape {
-  std::string arch = "llama";  // "llama", "qwen2", "qwen3" or "gemma3"
+  std::string arch = "llama";  // "llama", "qwen2", "qwen3", "gemma3" or "gemma2"
   std::string name = "synthetic";
   int64_t dim = 256;           // embedding_length
   int64_t n_layers = 4;        // block_count
@@ -39,10 +39,13 @@ struct ModelShape {
   int64_t sliding_window = 0;
   int64_t swa_period = 6;
   double rope_base_swa = 10000.0;
+  // gemma2: attn_logit_softcapping and final_logit_softcapping (written for gemma2 only).
+  double attn_softcap = 50.0;
+  double final_softcap = 30.0;
 
   int64_t head_dim() const { return key_length > 0 ? key_length : dim / n_heads; }
-  bool qk_norm() const { return arch == "qwen3" || gemma(); }  // attn_q_norm / attn_k_norm.weight (head_dim) per layer
-  bool gemma() const { return arch == "gemma3"; }  // post_attention_norm / post_ffw_norm.weight (dim) per layer
+  bool qk_norm() const { return arch == "qwen3" || arch == "gemma3"; }  // attn_q_norm / attn_k_norm.weight (head_dim) per layer
+  bool gemma() const { return arch == "gemma3" || arch == "gemma2"; }  // post_attention_norm / post_ffw_norm.weight (dim) per layer
   bool llama3_rope() const { return rope_scaling_factor > 0; }
   int64_t n_params() const;
   Status Validate() const;
