@@ -31,7 +31,7 @@ TEST(RunErrors, BadModelsGiveClearErrors) {
   // A vocab-only GGUF of another architecture: named, with the supported list.
   r = RunEdgedecode("run -m " + std::string(EDGEDECODE_TESTDATA) + "/vocab/ggml-vocab-gpt-2.gguf -p hi");
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_NE(r.err.find("architecture 'gpt2' is not supported (supported: llama, qwen2, qwen3, smollm3, phi3)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("architecture 'gpt2' is not supported (supported: llama, qwen2, qwen3, smollm3, phi3, gemma3, gemma2)"), std::string::npos) << r.err;
   // A llama vocab-only file has the architecture but no weights: the missing tensor is named.
   r = RunEdgedecode("run -m " + std::string(EDGEDECODE_TESTDATA) + "/vocab/ggml-vocab-llama-spm.gguf -p hi");
   EXPECT_EQ(r.exit_code, 3);
@@ -117,6 +117,38 @@ TEST(RunErrors, Phi3MissingOrMisshapedTensors) {
   EXPECT_NE(r.err.find("tensor 'rope_factors_long.weight' has 12 elements, the architecture needs 16"), std::string::npos)
       << r.err;
   for (const std::string& f : {phi, noqkv, noup, nokv, badrope}) std::remove(f.c_str());
+}
+
+TEST(RunErrors, Gemma3MissingOrMisshapedTensors) {
+  const std::string g = TempPath("g3.gguf");
+  ASSERT_EQ(RunEdgedecode("synth --preset gemma3-tiny --type f16 -o " + g).exit_code, 0);
+  ASSERT_EQ(RunEdgedecode("run -m " + g + " -p hi -n 1").exit_code, 0);
+  CommandResult info = RunEdgedecode("info " + g);
+  EXPECT_NE(info.out.find("supported by this build: yes"), std::string::npos) << info.out << info.err;
+  // gemma3 norms each block's FFN output: a file without post_ffw_norm is refused, the tensor named.
+  const std::string nopost = Patched(g, "post_ffw_norm", "post_ffw_morm", TempPath("g3nopost.gguf"));
+  CommandResult r = RunEdgedecode("run -m " + nopost + " -p hi -n 1");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("required tensor 'blk.0.post_ffw_norm.weight' is missing (the architecture needs 256 elements)"),
+            std::string::npos) << r.err;
+  // Without attention.key_length head_dim falls back to dim / n_heads = 64: the q matrix (4 heads of 128) does not fit.
+  std::string nokey = Patched(g, "attention.key_length", "attention.key_lengtX", TempPath("g3nokey.gguf"));
+  nokey = Patched(nokey, "attention.value_length", "attention.value_lengtX", nokey);
+  nokey = Patched(nokey, "rope.dimension_count", "rope.dimension_counX", nokey);
+  r = RunEdgedecode("run -m " + nokey + " -p hi -n 1");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("tensor 'blk.0.attn_q.weight' has shape 256x512, the architecture needs 256x256"), std::string::npos)
+      << r.err;
+  // gemma2 has the same post-norms (and no q/k norm): the missing one is named.
+  const std::string g2 = TempPath("g2.gguf");
+  ASSERT_EQ(RunEdgedecode("synth --preset gemma2-tiny --type f16 -o " + g2).exit_code, 0);
+  ASSERT_EQ(RunEdgedecode("run -m " + g2 + " -p hi -n 1").exit_code, 0);
+  const std::string g2nopost = Patched(g2, "post_attention_norm", "post_attention_morm", TempPath("g2nopost.gguf"));
+  r = RunEdgedecode("run -m " + g2nopost + " -p hi -n 1");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("required tensor 'blk.0.post_attention_norm.weight' is missing (the architecture needs 256 elements)"),
+            std::string::npos) << r.err;
+  for (const std::string& f : {g, nopost, nokey, g2, g2nopost}) std::remove(f.c_str());
 }
 
 TEST(RunErrors, PromptLongerThanContext) {

@@ -66,8 +66,19 @@ double BytesPerToken(const llm::Model& m, int depth, GgmlType kv) {
   const llm::Weight& e = m.token_embd();
   if (!m.config().tied_embeddings) b -= static_cast<double>(e.nbytes()) - static_cast<double>(RowBytes(e.type, e.cols));
   const llm::ModelConfig& c = m.config();
-  b += static_cast<double>(llm::KvCacheBytes(c, depth, kv, kv));
+  b += static_cast<double>(llm::KvCacheBytes(c, depth, kv, kv, 1));
   return b;
+}
+
+// Rolls a context back to `depth` positions of toks: a truncation, unless sliding-window rings have
+// overwritten the window before depth (gemma3 after more than a batch of tokens), then the depth again.
+Status BackToDepth(llm::Context& c, const std::vector<int32_t>& toks, int depth) {
+  if (depth >= c.min_truncate()) {
+    c.Truncate(depth);
+    return Status::Ok();
+  }
+  c.Reset();
+  return c.Eval(toks.data(), depth, false);
 }
 
 // Multiply-accumulates of one token through the matrices (every layer's seven, then the output): what a
@@ -258,7 +269,7 @@ int BenchMain(int argc, char** argv) {
       for (int r = 0; r <= reps && !InterruptScope::requested(); ++r) {  // run 0 warms up
         for (KvRun& run : runs) {
           llm::Context& c = *run.ctx;
-          c.Truncate(depth);
+          if (Status st = BackToDepth(c, toks, depth); !st.ok()) return Fail(cmd, st);
           // Bandwidth beside each run: the machine is shared, so one sample per run, not one for the whole command.
           if (r > 0) run.gbps.push_back(bench::MeasureReadBandwidth(threads, size_t{256} << 20, 3, 4));
           attach(c, run.prof, r);
@@ -281,7 +292,7 @@ int BenchMain(int argc, char** argv) {
           std::vector<double> ratio;
           const double step = Summarize(run.step_s).median;
           for (int r = 0; r <= reps; ++r) {
-            c.Truncate(depth);
+            if (Status st = BackToDepth(c, toks, depth); !st.ok()) return Fail(cmd, st);
             auto t0 = Clock::now();
             c.Eval(&toks[static_cast<size_t>(depth)], verify, true);
             double s = std::chrono::duration<double>(Clock::now() - t0).count();

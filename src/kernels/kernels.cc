@@ -460,6 +460,31 @@ void SiluMul(Isa isa, float* g, const float* u, int64_t n) {
   detail::RefSiluMul(g, u, n);
 }
 
+namespace {
+// gelu(h) rounded to f16 for every f16 bit pattern h, as floats (256 KiB, built on first use).
+const float* GeluTable() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t h = 0; h < 65536; ++h) {
+      const float x = quant::HalfToFloat(static_cast<uint16_t>(h));
+      const float y = 0.5f * x * (1.0f + std::tanh(0.79788456080286535587989211986876f * x * (1.0f + 0.044715f * x * x)));
+      t[h] = quant::HalfToFloat(quant::FloatToHalf(y));
+    }
+    return t;
+  }();
+  return table.data();
+}
+}  // namespace
+
+void GeluMul(Isa, float* g, const float* u, int64_t n) {
+  const float* t = GeluTable();
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = g[i];
+    const float y = x <= -10.0f ? 0.0f : x >= 10.0f ? x : t[quant::FloatToHalf(x)];
+    g[i] = y * u[i];
+  }
+}
+
 void RmsNorm(Isa isa, const float* x, const float* w, int64_t n, float eps, float* out) {
   if (const detail::X86Kernels* k = X86For(isa)) return k->rms_norm(x, w, n, eps, out);
   detail::RefRmsNorm(x, w, n, eps, out);

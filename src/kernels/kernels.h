@@ -144,6 +144,11 @@ float ExpSubSum(Isa isa, const float* s, float mx, float* w, int64_t n);
 // near-ties), then the same float expression. Element-wise on every path: the value of g[i] does not
 // depend on n or on where the range starts.
 void SiluMul(Isa isa, float* g, const float* u, int64_t n);
+// g[i] = gelu(g[i]) * u[i] for i < n, gelu the tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))):
+// the gate activation of gemma's FFN, in llama.cpp's CPU arithmetic (its GELU_FP16 table): 0 for x <= -10,
+// x for x >= 10, else the f16 rounding of gelu(f16 rounding of x). One table lookup per element on every
+// ISA (the same bits everywhere).
+void GeluMul(Isa isa, float* g, const float* u, int64_t n);
 // out[i] = x[i] * scale * w[i], scale = 1 / sqrt(mean(x^2) + eps): RMSNorm of one row of n. The sum of
 // squares is 8 partial sums in double (element i into sum i % 8, each in order), added as
 // ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)); every path gives these bits (the squares of floats are exact in

@@ -15,19 +15,38 @@ bool Context::ByHead(GgmlType t) const {
   return t == GgmlType::kF32 || t == GgmlType::kF16 || model_.config().head_dim % 32 == 0;
 }
 
-size_t Context::HeadRowOffset(GgmlType t, int kvh, int pos) const {
-  return (static_cast<size_t>(kvh) * n_ctx_ + static_cast<size_t>(pos)) * RowBytes(t, model_.config().head_dim);
+size_t Context::HeadRowOffset(GgmlType t, int kvh, int row, int rows) const {
+  return (static_cast<size_t>(kvh) * rows + static_cast<size_t>(row)) * RowBytes(t, model_.config().head_dim);
 }
+
+int Context::ChunkRows(int layer, int t0, int nt, int* row) const {
+  const int rows = layer_rows_[static_cast<size_t>(layer)];
+  *row = t0 % rows;
+  return std::min(nt, rows - *row);
+}
+
+namespace {
+
+// The scores of n positions scaled (and, with cap > 0, soft-capped: gemma2's cap * tanh(s / cap), as
+// llama.cpp's scale, tanh, scale), and their maximum with mx (kernels::ScaleMax).
+float ScaleCapMax(kernels::Isa isa, float* s, int n, float scale, float cap, float mx) {
+  if (cap <= 0) return kernels::ScaleMax(isa, s, n, scale, mx);
+  const float inv = 1.0f / cap;
+  for (int i = 0; i < n; ++i) s[i] = std::tanh(s[i] * scale * inv) * cap;
+  return kernels::ScaleMax(isa, s, n, 1.0f, mx);
+}
+
+}  // namespace
 
 // Where attention reads head kvh of positions [t0, t0+nt) of a layer's cache (c): in place, in the stored
 // type, contiguous rows of the head-major layout -- unless the type is quantized and its blocks span
 // heads (head_dim % 32 != 0, stories260K), when the position-major rows (row_bytes apart) are dequantized
 // into `tmp` (nt x head_dim floats) and read from there.
-Context::HeadRows Context::HeadRowsAt(const uint8_t* c, size_t row_bytes, GgmlType t, int kvh, int t0, int nt,
+Context::HeadRows Context::HeadRowsAt(const uint8_t* c, size_t row_bytes, GgmlType t, int kvh, int t0, int nt, int rows,
                                       std::vector<float>* tmp) const {
   const ModelConfig& cfg = model_.config();
   const int hd = cfg.head_dim;
-  if (ByHead(t)) return {c + HeadRowOffset(t, kvh, t0), RowBytes(t, hd), t};
+  if (ByHead(t)) return {c + HeadRowOffset(t, kvh, t0, rows), RowBytes(t, hd), t};
   const int kvd = cfg.kv_dim();
   tmp->resize(static_cast<size_t>(nt + 1) * kvd);
   float* row = tmp->data() + static_cast<size_t>(nt) * kvd;  // the whole row, then this head's slice
@@ -46,7 +65,7 @@ GgmlType Context::KeyReadType() const {
   return ByHead(params_.type_k) ? params_.type_k : GgmlType::kF32;
 }
 
-Context::AttentionItem Context::AttentionItemAt(int64_t item, int m, int p0, float* qr) {
+Context::AttentionItem Context::AttentionItemAt(int64_t item, int m, int p0, int window, float* qr) {
   const ModelConfig& c = model_.config();
   const int hd = c.head_dim, qd = c.q_dim(), group = c.n_heads / c.n_kv_heads;
   const int kvh = static_cast<int>(item % c.n_kv_heads);
@@ -59,7 +78,8 @@ Context::AttentionItem Context::AttentionItemAt(int64_t item, int m, int p0, flo
     for (int g = 0; g < group; ++g) Hadamard(qr + static_cast<size_t>(g) * hd, hd);
     q = qr;
   }
-  return {p0 + i + 1, q, att_.data() + off};
+  const int n = p0 + i + 1;
+  return {window > 0 ? std::max(0, n - window) : 0, n, q, att_.data() + off};
 }
 
 
@@ -68,18 +88,21 @@ Context::AttentionItem Context::AttentionItemAt(int64_t item, int m, int p0, flo
 // f16; each score the float product of f16 values summed in double; on a new maximum M the f16
 // accumulator is scaled by exp(M_old - M) (rounded back to f16), then v * exp(s - M) is added, rounded
 // to f16; the sum S in float; out = f32(acc) * (1 / S).
-void Context::AttendF16(const uint8_t* kc, const uint8_t* vc, int kvh, const float* q, int n, float* out) const {
+void Context::AttendF16(int layer, const uint8_t* kc, const uint8_t* vc, int kvh, const float* q, int lo, int n,
+                        float* out) const {
   const int hd = model_.config().head_dim;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale = model_.config().attn_scale;
+  const int rows = layer_rows_[static_cast<size_t>(layer)];
   uint16_t qh[256], acc[256];  // head_dim <= 256 (checked at Create)
   for (int d = 0; d < hd; ++d) qh[d] = quant::FloatToHalf(q[d]), acc[d] = 0;
   float M = -INFINITY, S = 0.0f;
-  for (int t = 0; t < n; ++t) {
-    const uint16_t* k = reinterpret_cast<const uint16_t*>(kc + HeadRowOffset(GgmlType::kF16, kvh, t));
-    const uint16_t* v = reinterpret_cast<const uint16_t*>(vc + HeadRowOffset(GgmlType::kF16, kvh, t));
+  for (int t = lo; t < n; ++t) {
+    const uint16_t* k = reinterpret_cast<const uint16_t*>(kc + HeadRowOffset(GgmlType::kF16, kvh, t % rows, rows));
+    const uint16_t* v = reinterpret_cast<const uint16_t*>(vc + HeadRowOffset(GgmlType::kF16, kvh, t % rows, rows));
     double dot = 0;
     for (int d = 0; d < hd; ++d) dot += static_cast<double>(quant::HalfToFloat(qh[d]) * quant::HalfToFloat(k[d]));
-    const float s = static_cast<float>(dot) * scale;
+    float s = static_cast<float>(dot) * scale;
+    if (const float cap = model_.config().attn_logit_softcap; cap > 0) s = std::tanh(s / cap) * cap;
     float ms = 1.0f, vs = 1.0f;
     if (s > M) {
       ms = std::exp(M - s);
@@ -106,9 +129,11 @@ void Context::Attention(int layer, int m, int p0) {
   const ModelConfig& c = model_.config();
   const int hd = c.head_dim;
   const int group = c.n_heads / c.n_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const uint8_t* kc = k_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * k_row_;
-  const uint8_t* vc = v_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * v_row_;
+  const float scale = c.attn_scale;
+  const uint8_t* kc = k_cache_.data() + k_off_[static_cast<size_t>(layer)];
+  const uint8_t* vc = v_cache_.data() + v_off_[static_cast<size_t>(layer)];
+  const int rows = layer_rows_[static_cast<size_t>(layer)];
+  const int window = c.swa_layer(layer) ? c.n_swa : 0;
   const kernels::Isa isa = params_.isa;
   const GgmlType kt = KeyReadType();
   const bool float_k = kt == GgmlType::kF16;  // see KeyReadType
@@ -119,23 +144,24 @@ void Context::Attention(int layer, int m, int p0) {
         w(s.size()), mx(static_cast<size_t>(group)), sum(mx.size()), ktmp, vtmp;
     for (int64_t item = b; item < e; ++item) {
       const int kvh = static_cast<int>(item % c.n_kv_heads);
-      const AttentionItem it = AttentionItemAt(item, m, p0, qr.data());
+      const AttentionItem it = AttentionItemAt(item, m, p0, window, qr.data());
       if (params_.attn_f16) {
-        for (int g = 0; g < group; ++g) AttendF16(kc, vc, kvh, it.q + g * hd, it.n, it.out + g * hd);
+        for (int g = 0; g < group; ++g) AttendF16(layer, kc, vc, kvh, it.q + g * hd, it.lo, it.n, it.out + g * hd);
         continue;
       }
       if (!float_k) qa.Prepare(isa, kt, it.q, group, hd);
       std::fill(acc.begin(), acc.end(), 0.0f);
       std::fill(mx.begin(), mx.end(), -INFINITY);
       std::fill(sum.begin(), sum.end(), 0.0f);
-      for (int t0 = 0; t0 < it.n; t0 += C) {
-        const int nt = std::min(C, it.n - t0);
-        const HeadRows K = HeadRowsAt(kc, k_row_, params_.type_k, kvh, t0, nt, &ktmp);
+      for (int t0 = it.lo, nt = 0; t0 < it.n; t0 += nt) {
+        int row;  // a chunk stops where a sliding-window ring wraps
+        nt = ChunkRows(layer, t0, std::min(C, it.n - t0), &row);
+        const HeadRows K = HeadRowsAt(kc, k_row_, params_.type_k, kvh, row, nt, rows, &ktmp);
         if (float_k) kernels::AttentionScores(isa, K.type, K.rows, K.stride, hd, nt, it.q, hd, group, s.data(), C);
         else kernels::AttentionScoresQ(isa, K.type, K.rows, K.stride, hd, nt, qa, s.data(), C);
         for (int g = 0; g < group; ++g) {
           float* sg = s.data() + static_cast<size_t>(g) * C;
-          const float cm = kernels::ScaleMax(isa, sg, nt, scale, mx[g]);
+          const float cm = ScaleCapMax(isa, sg, nt, scale, c.attn_logit_softcap, mx[g]);
           if (cm > mx[g]) {  // rescale what was summed so far (by 0 on the first chunk: mx = -inf)
             const float r = std::exp(mx[g] - cm);
             for (int d = 0; d < hd; ++d) acc[static_cast<size_t>(g) * hd + d] *= r;
@@ -144,7 +170,7 @@ void Context::Attention(int layer, int m, int p0) {
           }
           sum[g] += kernels::ExpSubSum(isa, sg, cm, w.data() + static_cast<size_t>(g) * C, nt);
         }
-        const HeadRows V = HeadRowsAt(vc, v_row_, params_.type_v, kvh, t0, nt, &vtmp);
+        const HeadRows V = HeadRowsAt(vc, v_row_, params_.type_v, kvh, row, nt, rows, &vtmp);
         kernels::AccumulateRows(isa, V.type, V.rows, V.stride, hd, nt, w.data(), C, group, acc.data(), hd);
       }
       for (int g = 0; g < group; ++g)
@@ -161,9 +187,11 @@ void Context::AttentionFullScores(int layer, int m, int p0) {
   const ModelConfig& c = model_.config();
   const int hd = c.head_dim;
   const int group = c.n_heads / c.n_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const uint8_t* kc = k_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * k_row_;
-  const uint8_t* vc = v_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * v_row_;
+  const float scale = c.attn_scale;
+  const uint8_t* kc = k_cache_.data() + k_off_[static_cast<size_t>(layer)];
+  const uint8_t* vc = v_cache_.data() + v_off_[static_cast<size_t>(layer)];
+  const int rows = layer_rows_[static_cast<size_t>(layer)];
+  const int window = c.swa_layer(layer) ? c.n_swa : 0;
   const kernels::Isa isa = params_.isa;
   const GgmlType kt = KeyReadType();
   const bool float_k = kt == GgmlType::kF16;  // see KeyReadType
@@ -175,24 +203,26 @@ void Context::AttentionFullScores(int layer, int m, int p0) {
     std::vector<float> sum(static_cast<size_t>(group));
     for (int64_t item = b; item < e; ++item) {
       const int kvh = static_cast<int>(item % c.n_kv_heads);
-      const AttentionItem it = AttentionItemAt(item, m, p0, qr.data());
-      const int n = it.n;
+      const AttentionItem it = AttentionItemAt(item, m, p0, window, qr.data());
+      const int lo = it.lo, n = it.n - it.lo;  // scores of positions lo.. at sc + (t - lo)
       if (!float_k) qa.Prepare(isa, kt, it.q, group, hd);
-      for (int t0 = 0; t0 < n; t0 += C) {  // scores: Q K^T, row g at sc + g * n_max
-        const int nt = std::min(C, n - t0);
-        const HeadRows K = HeadRowsAt(kc, k_row_, params_.type_k, kvh, t0, nt, &ktmp);
+      for (int t0 = 0, nt = 0; t0 < n; t0 += nt) {  // scores: Q K^T, row g at sc + g * n_max
+        int row;
+        nt = ChunkRows(layer, lo + t0, std::min(C, n - t0), &row);
+        const HeadRows K = HeadRowsAt(kc, k_row_, params_.type_k, kvh, row, nt, rows, &ktmp);
         if (float_k) kernels::AttentionScores(isa, K.type, K.rows, K.stride, hd, nt, it.q, hd, group, sc.data() + t0, n_max);
         else kernels::AttentionScoresQ(isa, K.type, K.rows, K.stride, hd, nt, qa, sc.data() + t0, n_max);
       }
       for (int g = 0; g < group; ++g) {  // softmax over the whole row
         float* r = sc.data() + static_cast<size_t>(g) * n_max;
-        const float mx = kernels::ScaleMax(isa, r, n, scale, -INFINITY);
+        const float mx = ScaleCapMax(isa, r, n, scale, c.attn_logit_softcap, -INFINITY);
         sum[static_cast<size_t>(g)] = kernels::ExpSubSum(isa, r, mx, r, n);
       }
       std::fill(it.out, it.out + static_cast<size_t>(group) * hd, 0.0f);
-      for (int t0 = 0; t0 < n; t0 += C) {  // P V
-        const int nt = std::min(C, n - t0);
-        const HeadRows V = HeadRowsAt(vc, v_row_, params_.type_v, kvh, t0, nt, &vtmp);
+      for (int t0 = 0, nt = 0; t0 < n; t0 += nt) {  // P V
+        int row;
+        nt = ChunkRows(layer, lo + t0, std::min(C, n - t0), &row);
+        const HeadRows V = HeadRowsAt(vc, v_row_, params_.type_v, kvh, row, nt, rows, &vtmp);
         kernels::AccumulateRows(isa, V.type, V.rows, V.stride, hd, nt, sc.data() + t0, n_max, group, it.out, hd);
       }
       for (int g = 0; g < group; ++g)

@@ -12,8 +12,18 @@
 
 namespace edgedecode::llm {
 
-size_t KvCacheBytes(const ModelConfig& c, int n_ctx, GgmlType type_k, GgmlType type_v) {
-  return static_cast<size_t>(c.n_layers) * static_cast<size_t>(n_ctx) * (RowBytes(type_k, c.kv_dim()) + RowBytes(type_v, c.kv_dim()));
+int LayerKvRows(const ModelConfig& c, int layer, int n_ctx, int n_batch) {
+  if (!c.swa_layer(layer)) return n_ctx;
+  // The first token of a batch of m sees the window before it while the batch's last token is written:
+  // window + m - 1 positions live at once.
+  const int64_t ring = static_cast<int64_t>(c.n_swa) + std::min(std::max(n_batch, 1), n_ctx) - 1;
+  return static_cast<int>(std::min<int64_t>(ring, n_ctx));
+}
+
+size_t KvCacheBytes(const ModelConfig& c, int n_ctx, GgmlType type_k, GgmlType type_v, int n_batch) {
+  size_t rows = 0;
+  for (int l = 0; l < c.n_layers; ++l) rows += static_cast<size_t>(LayerKvRows(c, l, n_ctx, n_batch));
+  return rows * (RowBytes(type_k, c.kv_dim()) + RowBytes(type_v, c.kv_dim()));
 }
 
 Status CheckKvType(const ModelConfig& c, GgmlType t, const char* which) {
@@ -59,8 +69,16 @@ Context::Context(const Model& model, const ContextParams& params, int n_ctx, int
   params_.n_batch = static_cast<int>(nb);
   k_row_ = RowBytes(params.type_k, c.kv_dim());
   v_row_ = RowBytes(params.type_v, c.kv_dim());
-  k_cache_.assign(static_cast<size_t>(c.n_layers) * n_ctx * k_row_, 0);
-  v_cache_.assign(static_cast<size_t>(c.n_layers) * n_ctx * v_row_, 0);
+  size_t k_bytes = 0, v_bytes = 0;
+  for (int l = 0; l < c.n_layers; ++l) {
+    layer_rows_.push_back(LayerKvRows(c, l, n_ctx, params_.n_batch));
+    k_off_.push_back(k_bytes);
+    v_off_.push_back(v_bytes);
+    k_bytes += static_cast<size_t>(layer_rows_.back()) * k_row_;
+    v_bytes += static_cast<size_t>(layer_rows_.back()) * v_row_;
+  }
+  k_cache_.assign(k_bytes, 0);
+  v_cache_.assign(v_bytes, 0);
   // Auto: on for both quantized K types. 4-bit keys need it; for q8_0 keys it halves the KL
   // divergence on stories260K (0.0021 -> 0.0010 nats against f16 KV), at the cost of one
   // head_dim-point transform per key written and per query.
@@ -82,20 +100,33 @@ Context::Context(const Model& model, const ContextParams& params, int n_ctx, int
   // RoPE angles, computed the way llama.cpp does (float, theta multiplied step by step) so that
   // greedy outputs match it: theta_i(p) = freq_scale * p * base^(-2i/n_rot) / freq_factor_i.
   const int half = c.n_rot / 2;
-  rope_cos_.resize(sz.rope / 2);
-  rope_sin_.resize(sz.rope / 2);
-  const float theta_scale = std::pow(c.rope_base, -2.0f / static_cast<float>(c.n_rot));
+  rope_cos_.resize(static_cast<size_t>(n_ctx) * half);
+  rope_sin_.resize(static_cast<size_t>(n_ctx) * half);
   const std::vector<float>& ff = model.RopeFactorsFor(n_ctx);
   const float mscale = c.rope_attn_factor;  // LongRoPE's attention factor: ggml scales cos and sin by it
-  for (int p = 0; p < n_ctx; ++p) {
-    float theta_base = static_cast<float>(p);
-    for (int i = 0; i < half; ++i) {
-      float theta = c.rope_freq_scale * (ff.empty() ? theta_base : theta_base / ff[static_cast<size_t>(i)]);
-      rope_cos_[static_cast<size_t>(p) * half + i] = std::cos(theta) * mscale;
-      rope_sin_[static_cast<size_t>(p) * half + i] = std::sin(theta) * mscale;
-      theta_base *= theta_scale;
+  auto fill = [&](float base, std::vector<float>* cs, std::vector<float>* sn) {
+    const float theta_scale = std::pow(base, -2.0f / static_cast<float>(c.n_rot));
+    for (int p = 0; p < n_ctx; ++p) {
+      float theta_base = static_cast<float>(p);
+      for (int i = 0; i < half; ++i) {
+        float theta = c.rope_freq_scale * (ff.empty() ? theta_base : theta_base / ff[static_cast<size_t>(i)]);
+        (*cs)[static_cast<size_t>(p) * half + i] = std::cos(theta) * mscale;
+        (*sn)[static_cast<size_t>(p) * half + i] = std::sin(theta) * mscale;
+        theta_base *= theta_scale;
+      }
     }
+  };
+  fill(c.rope_base, &rope_cos_, &rope_sin_);
+  if (c.n_swa > 0) {  // sliding-window layers rotate with their own base (llama.cpp: rope.freq_base_swa)
+    rope_cos_swa_.resize(rope_cos_.size());
+    rope_sin_swa_.resize(rope_sin_.size());
+    fill(c.rope_base_swa, &rope_cos_swa_, &rope_sin_swa_);
   }
+}
+
+int Context::min_truncate() const {
+  const ModelConfig& c = model_.config();
+  return ring_floor_ > 0 ? ring_floor_ + c.n_swa - 1 : 0;
 }
 
 Status Context::Eval(const int32_t* tokens, int n, bool all_logits) {
@@ -301,7 +332,7 @@ void Context::GateUpSilu(const LayerWeights& L, int m) {
       MatMulRows(L.w_gate, r0, r1, g);
       MatMulRows(L.w_up, r0, r1, up_.data());
       // Element-wise on every ISA, so both paths and every row split give the same bits.
-      for (int64_t j = 0; j < m; ++j) kernels::SiluMul(params_.isa, g + j * ffn + r0, u + j * ffn + r0, r1 - r0);
+      for (int64_t j = 0; j < m; ++j) GateAct(g + j * ffn + r0, u + j * ffn + r0, r1 - r0);
     };
     if (2 * ffn * c.dim * m < (1 << 15)) rows(0, ffn, 0);
     else pool_.ParallelFor(ffn, 16, rows);
@@ -316,16 +347,33 @@ void Context::GateUpSilu(const LayerWeights& L, int m) {
   MatMuls({{&L.w_up, up_.data()}}, m);
   ProfEnd(Op::kUp, t0, [&] { return bytes(L.w_up); });
   t0 = ProfBegin(Op::kSiluMul);
-  kernels::SiluMul(params_.isa, gate_.data(), up_.data(), static_cast<int64_t>(m) * ffn);
+  GateAct(gate_.data(), up_.data(), static_cast<int64_t>(m) * ffn);
   ProfEnd(Op::kSiluMul, t0, [&] { return static_cast<uint64_t>(m) * ffn * 12; });
 }
 
+void Context::GateAct(float* g, const float* u, int64_t n) const {
+  if (model_.config().gemma) kernels::GeluMul(params_.isa, g, u, n);
+  else kernels::SiluMul(params_.isa, g, u, n);
+}
+
+void Context::PostNormResidual(const std::vector<float>& w, int m) {
+  const size_t dim = static_cast<size_t>(model_.config().dim);
+  const uint64_t t0 = ProfBegin(Op::kResidual);
+  for (int i = 0; i < m; ++i) {
+    float* t = tmp_.data() + i * dim;
+    float* __restrict x = x_.data() + i * dim;
+    RmsNormRow(t, w, t);
+    for (size_t j = 0; j < dim; ++j) x[j] += t[j];
+  }
+  ProfEnd(Op::kResidual, t0, [&] { return static_cast<uint64_t>(m) * dim * 16; });
+}
+
 // Rotates the first n_rot dims of each head of v (n_heads heads of head_dim) to position pos.
-void Context::Rope(float* v, int n_heads, int pos) const {
+void Context::Rope(float* v, int n_heads, int pos, bool swa) const {
   const ModelConfig& c = model_.config();
   const int half = c.n_rot / 2;
-  const float* cs = rope_cos_.data() + static_cast<size_t>(pos) * half;
-  const float* sn = rope_sin_.data() + static_cast<size_t>(pos) * half;
+  const float* cs = (swa ? rope_cos_swa_ : rope_cos_).data() + static_cast<size_t>(pos) * half;
+  const float* sn = (swa ? rope_sin_swa_ : rope_sin_).data() + static_cast<size_t>(pos) * half;
   for (int h = 0; h < n_heads; ++h) {
     float* x = v + static_cast<size_t>(h) * c.head_dim;
     if (c.rope == RopeStyle::kNeox) {
@@ -353,8 +401,10 @@ void Context::Rope(float* v, int n_heads, int pos) const {
 void Context::RopeAndWriteKv(int layer, const LayerWeights& L, int m, int p0) {
   const ModelConfig& c = model_.config();
   const int qd = c.q_dim(), kvd = c.kv_dim();
-  uint8_t* kc = k_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * k_row_;
-  uint8_t* vc = v_cache_.data() + static_cast<size_t>(layer) * n_ctx_ * v_row_;
+  uint8_t* kc = k_cache_.data() + k_off_[static_cast<size_t>(layer)];
+  uint8_t* vc = v_cache_.data() + v_off_[static_cast<size_t>(layer)];
+  const int rows = layer_rows_[static_cast<size_t>(layer)];
+  const bool swa = c.swa_layer(layer);
   const bool uses_rope = c.layer_uses_rope(layer);  // smollm3's NoPE layers: q and k as projected
   auto bias_rope = [&](int i) {
     float* q = q_.data() + static_cast<size_t>(i) * qd;
@@ -374,17 +424,18 @@ void Context::RopeAndWriteKv(int layer, const LayerWeights& L, int m, int p0) {
                          k + static_cast<size_t>(h) * c.head_dim);
     }
     if (uses_rope) {
-      Rope(q, c.n_heads, p0 + i);
-      Rope(k, c.n_kv_heads, p0 + i);
+      Rope(q, c.n_heads, p0 + i, swa);
+      Rope(k, c.n_kv_heads, p0 + i, swa);
     }
     if (rotate_k_) {
       for (int h = 0; h < c.n_kv_heads; ++h) Hadamard(k + static_cast<size_t>(h) * c.head_dim, c.head_dim);
     }
   };
   auto write_row = [&](GgmlType t, const float* x, uint8_t* cache, size_t row_bytes, int pos) {
-    if (!ByHead(t)) return quant::QuantizeRow(t, x, cache + static_cast<size_t>(pos) * row_bytes, kvd);
+    const int row = pos % rows;  // a ring for sliding-window layers, the position itself otherwise
+    if (!ByHead(t)) return quant::QuantizeRow(t, x, cache + static_cast<size_t>(row) * row_bytes, kvd);
     for (int h = 0; h < c.n_kv_heads; ++h)
-      quant::QuantizeRow(t, x + static_cast<size_t>(h) * c.head_dim, cache + HeadRowOffset(t, h, pos), c.head_dim);
+      quant::QuantizeRow(t, x + static_cast<size_t>(h) * c.head_dim, cache + HeadRowOffset(t, h, row, rows), c.head_dim);
   };
   auto write = [&](int i) {
     write_row(params_.type_k, k_.data() + static_cast<size_t>(i) * kvd, kc, k_row_, p0 + i);
@@ -422,6 +473,10 @@ void Context::EvalBatch(const int32_t* tokens, int m, bool all_logits) {
     quant::DequantizeRow(emb.type, static_cast<const uint8_t*>(emb.data) + emb_row * static_cast<size_t>(tokens[i]),
                          x_.data() + static_cast<size_t>(i) * dim, dim);
   }
+  if (c.gemma) {  // gemma scales the embeddings by sqrt(dim) (a float, as llama.cpp's ggml_scale)
+    const float sc = std::sqrt(static_cast<float>(dim));
+    for (size_t j = 0; j < static_cast<size_t>(m) * dim; ++j) x_[j] *= sc;
+  }
   ProfEnd(Op::kEmbed, t0, [&] { return static_cast<uint64_t>(m) * (emb_row + dim * 4); });
   auto matmul_bytes = [&](const Weight& w, int rows) {
     return static_cast<uint64_t>(w.nbytes()) + ActBytes(rows, w.cols) + static_cast<uint64_t>(rows) * w.rows * 4;
@@ -432,7 +487,8 @@ void Context::EvalBatch(const int32_t* tokens, int m, bool all_logits) {
     ProfEnd(Op::kResidual, t, [&] { return static_cast<uint64_t>(m) * dim * 12; });
   };
   // Fused, wo and down add their output rows into x themselves (MatJob::add_to).
-  float* const residual_to = fused(Fusion::kResidual) ? x_.data() : nullptr;
+  // gemma norms each block's output before the add: no fused residual there.
+  float* const residual_to = fused(Fusion::kResidual) && !c.gemma ? x_.data() : nullptr;
   const uint64_t residual_bytes = residual_to != nullptr ? static_cast<uint64_t>(m) * dim * 8 : 0;
 
   for (int l = 0; l < c.n_layers; ++l) {
@@ -453,7 +509,8 @@ void Context::EvalBatch(const int32_t* tokens, int m, bool all_logits) {
     t0 = ProfBegin(Op::kWo);
     MatMuls({{&L.wo, tmp_.data(), residual_to}}, m);
     ProfEnd(Op::kWo, t0, [&] { return matmul_bytes(L.wo, m) + residual_bytes; });
-    if (residual_to == nullptr) residual();
+    if (c.gemma) PostNormResidual(L.attn_post_norm, m);
+    else if (residual_to == nullptr) residual();
 
     // Feed-forward block: down(silu(gate(x)) * up(x)).
     NormQuantize(x_.data(), L.ffn_norm, m, xb_.data(), L.w_gate.type, Op::kFfnNormQuant, Op::kFfnNorm);
@@ -462,7 +519,8 @@ void Context::EvalBatch(const int32_t* tokens, int m, bool all_logits) {
     t0 = ProfBegin(Op::kDown);
     MatMuls({{&L.w_down, tmp_.data(), residual_to}}, m);
     ProfEnd(Op::kDown, t0, [&] { return matmul_bytes(L.w_down, m) + residual_bytes; });
-    if (residual_to == nullptr) residual();
+    if (c.gemma) PostNormResidual(L.ffn_post_norm, m);
+    else if (residual_to == nullptr) residual();
   }
 
   // Output: only the rows whose logits are wanted.
@@ -474,8 +532,15 @@ void Context::EvalBatch(const int32_t* tokens, int m, bool all_logits) {
   t0 = ProfBegin(Op::kOutput);
   MatMuls({{&out, logits_.data()}}, rows);
   ProfEnd(Op::kOutput, t0, [&] { return matmul_bytes(out, rows); });
+  if (c.final_logit_softcap > 0) {  // cap * tanh(logits / cap), as llama.cpp's scale, tanh, scale
+    const float cap = c.final_logit_softcap, inv = 1.0f / cap;
+    for (size_t j = 0; j < static_cast<size_t>(rows) * n_vocab_; ++j) logits_[j] = std::tanh(logits_[j] * inv) * cap;
+  }
   n_logit_rows_ = rows;
   n_past_ += m;
+  // Positions below n_past - rows are gone from the sliding-window rings (see min_truncate).
+  for (size_t l = 0; l < layer_rows_.size(); ++l)
+    if (layer_rows_[l] < n_ctx_) ring_floor_ = std::max(ring_floor_, n_past_ - layer_rows_[l]);
   if (prof_ != nullptr) prof_->EndPass();
 }
 
@@ -510,7 +575,7 @@ void Context::SetProfiler(Profiler* p) {
   p->SetKernel(Op::kWo, matmul(&LayerWeights::wo) + plus_residual);
   p->SetKernel(Op::kGate, matmul(&LayerWeights::w_gate));
   p->SetKernel(Op::kUp, matmul(&LayerWeights::w_up));
-  const std::string silu = kernels::SiluMulName(isa);
+  const std::string silu = c.gemma ? std::string("gelu*mul, f16 table (llama.cpp's)") : kernels::SiluMulName(isa);
   p->SetKernel(Op::kGateUpSilu, matmul(&LayerWeights::w_gate) + "; " + silu);
   p->SetKernel(Op::kSiluMul, silu);
   p->SetKernel(Op::kDown, matmul(&LayerWeights::w_down) + plus_residual);

@@ -42,8 +42,13 @@ struct ContextParams {
   FusionSet fusions;
 };
 
-// Bytes the KV cache of a context takes: 2 x layers x n_ctx x row bytes of (kv_heads x head_dim).
-size_t KvCacheBytes(const ModelConfig& c, int n_ctx, GgmlType type_k, GgmlType type_v);
+// Rows (positions) layer `layer`'s KV cache holds in a context of n_ctx positions evaluated in batches of up
+// to n_batch tokens: n_ctx, but a sliding-window layer keeps only a ring of min(n_ctx, n_swa + n_batch - 1)
+// (each token of a batch sees the window before it).
+int LayerKvRows(const ModelConfig& c, int layer, int n_ctx, int n_batch);
+// Bytes the KV cache of a context takes: 2 x the layers' rows (LayerKvRows) x row bytes of (kv_heads x head_dim).
+// With n_batch 1 and n_ctx a depth: the bytes a decode step reads at that depth.
+size_t KvCacheBytes(const ModelConfig& c, int n_ctx, GgmlType type_k, GgmlType type_v, int n_batch);
 // Whether a type can hold a KV row of this model (block size divides kv_dim).
 Status CheckKvType(const ModelConfig& c, GgmlType t, const char* which);
 
@@ -62,10 +67,21 @@ class Context {
   int n_logit_rows() const { return n_logit_rows_; }
   int n_vocab() const { return n_vocab_; }
   int n_past() const { return n_past_; }
+  int n_batch() const { return params_.n_batch; }
   int n_ctx() const { return n_ctx_; }
-  // Drops positions >= n from the cache (used to roll back speculative tokens).
-  void Truncate(int n) { if (n < n_past_) n_past_ = n; }
-  void Reset() { n_past_ = 0; }
+  // Drops positions >= n from the cache (used to roll back speculative tokens). Sliding-window layers keep
+  // only the last window + batch - 1 positions (a ring): a roll back below min_truncate() would need
+  // positions already overwritten, so it drops everything instead (n_past() becomes 0; callers that keep
+  // a prefix ask min_truncate() first). Within a batch of the end (a speculative verify) it always holds.
+  void Truncate(int n) {
+    if (n >= n_past_) return;
+    n_past_ = n >= min_truncate() ? n : 0;
+    if (n_past_ == 0) ring_floor_ = 0;
+  }
+  // The lowest n to which Truncate keeps a prefix: 0 without sliding-window rings, else the position from
+  // which every ring still holds the window before it.
+  int min_truncate() const;
+  void Reset() { n_past_ = 0; ring_floor_ = 0; }
 
   const Model& model() const { return model_; }
   int n_threads() const { return pool_.size(); }
@@ -105,14 +121,19 @@ class Context {
   void MatMulRows(const Weight& w, int64_t r0, int64_t r1, float* Y) const;
   void Qkv(const LayerWeights& L, int m);
   void GateUpSilu(const LayerWeights& L, int m);
+  // The gate activation in place over n elements of gate (gate = act(gate) * up): SiLU, or gemma's GELU.
+  void GateAct(float* g, const float* u, int64_t n) const;
+  // gemma: x += RMSNorm(tmp) * w, row by row (the attention or FFN output normed before its residual add).
+  void PostNormResidual(const std::vector<float>& w, int m);
   void RopeAndWriteKv(int layer, const LayerWeights& L, int m, int p0);
   void RmsNormRow(const float* x, const std::vector<float>& w, float* out) const;
   void RmsNorm(const float* x, const std::vector<float>& w, int m, float* out) const;
-  void Rope(float* v, int n_heads, int pos) const;
+  // swa: the sliding-window layers' angles (their own base), where the model has such layers.
+  void Rope(float* v, int n_heads, int pos, bool swa = false) const;
   void Attention(int layer, int m, int p0);
   // Attention with the scores of a query over all n positions first, then one softmax (attn_online off).
   void AttentionFullScores(int layer, int m, int p0);
-  void AttendF16(const uint8_t* kc, const uint8_t* vc, int kvh, const float* q, int n, float* out) const;
+  void AttendF16(int layer, const uint8_t* kc, const uint8_t* vc, int kvh, const float* q, int lo, int n, float* out) const;
   // Positions attention reads per step (scores of a chunk, then its V rows).
   static constexpr int kAttnChunk = 128;
   // Head kvh of nt consecutive cache positions as attention reads them: nt rows of head_dim elements of
@@ -122,18 +143,23 @@ class Context {
     size_t stride;
     GgmlType type;
   };
-  HeadRows HeadRowsAt(const uint8_t* c, size_t row_bytes, GgmlType t, int kvh, int t0, int nt,
+  // t0: the cache row (ring slot) of the first position, rows: the layer's rows (see layer_rows_).
+  HeadRows HeadRowsAt(const uint8_t* c, size_t row_bytes, GgmlType t, int kvh, int t0, int nt, int rows,
                       std::vector<float>* tmp) const;
   GgmlType KeyReadType() const;  // the type the keys are read in (and the queries prepared for)
   // One attention work item (token, KV head) of a batch of m tokens at p0: which token (ordered 0, m-1,
   // 1, m-2, ... so that any range of items mixes short and long histories), how many positions it sees,
   // its group's queries (rotated into qr when the keys were stored rotated) and its output.
   struct AttentionItem {
-    int n;            // positions this token sees
+    int lo;           // first position this token sees (0, or the start of its sliding window)
+    int n;            // positions this token sees end at n - 1
     const float* q;   // (group, head_dim) queries
     float* out;       // (group, head_dim) in att_
   };
-  AttentionItem AttentionItemAt(int64_t item, int m, int p0, float* qr);
+  AttentionItem AttentionItemAt(int64_t item, int m, int p0, int window, float* qr);
+  // Positions [t0, t0 + nt) of a layer's cache as ring rows: the first row and how many of the nt fit before
+  // the ring wraps (callers split their chunks there).
+  int ChunkRows(int layer, int t0, int nt, int* row) const;
 
   const Model& model_;
   ContextParams params_;
@@ -165,9 +191,15 @@ class Context {
   std::vector<uint8_t> k_cache_;  // (layer, kv_head, n_ctx, head row) or (layer, n_ctx, row of kv_dim)
   std::vector<uint8_t> v_cache_;  // as k_cache_, of type_v
   size_t k_row_ = 0, v_row_ = 0;  // bytes per position (all heads)
+  // Rows of each layer's cache: n_ctx, or for a sliding-window layer a ring of LayerKvRows (window + batch - 1)
+  // rows where position p sits in row p % rows. k_off_/v_off_: where each layer's rows start.
+  std::vector<int> layer_rows_;
+  std::vector<size_t> k_off_, v_off_;
+  // The lowest position every ring still holds (positions below it were overwritten since the last Reset).
+  int ring_floor_ = 0;
   bool ByHead(GgmlType t) const;
-  // Byte offset of head kvh of position pos in a layer's cache of type t (ByHead(t) only).
-  size_t HeadRowOffset(GgmlType t, int kvh, int pos) const;
+  // Byte offset of head kvh of cache row `row` in a layer's cache of type t with `rows` rows (ByHead(t) only).
+  size_t HeadRowOffset(GgmlType t, int kvh, int row, int rows) const;
   bool rotate_k_ = false;
 
   // Scratch for one batch of up to n_batch tokens.
@@ -182,6 +214,7 @@ class Context {
   std::vector<float> tmp_;    // (n_batch, dim)
   std::vector<float> logits_; // (n_batch or 1, n_vocab)
   std::vector<float> rope_cos_, rope_sin_;  // (n_ctx, n_rot/2)
+  std::vector<float> rope_cos_swa_, rope_sin_swa_;  // the same with rope_base_swa; empty without sliding layers
 };
 
 }  // namespace edgedecode::llm

@@ -16,7 +16,7 @@
 namespace edgedecode::llm {
 namespace {
 
-const char* kSupported = "llama, qwen2, qwen3, smollm3, phi3";
+const char* kSupported = "llama, qwen2, qwen3, smollm3, phi3, gemma3, gemma2";
 constexpr int64_t kMaxDim = int64_t{1} << 24;      // embedding, ffn and q widths, block count
 constexpr int64_t kMaxContext = int64_t{1} << 30;  // trained context length
 constexpr uint64_t kTensorsPerBlock = 9;           // attn_norm, q, k, v, output, ffn_norm, gate, up, down
@@ -32,6 +32,46 @@ void SplitRows(const Weight& fused, std::initializer_list<std::pair<int64_t, Wei
     w->rows = rows;
     r0 += rows;
   }
+}
+
+// gemma3's hyper-parameters, read as llama.cpp reads them (llama_model_gemma3::load_arch_hparams): Q and K
+// RMSNorm'd per head, NEOX RoPE; sliding-window layers only when attention.sliding_window is present and
+// positive, then every sliding_window_pattern-th layer (default 6) is global and the others rotate with
+// rope.freq_base_swa (default 10000); the attention scale is 1/sqrt(head_dim), but 1/sqrt(dim / n_heads) for
+// the 62-layer (27B) model. The norm weights are used as stored: llama.cpp's converter already added
+// gemma's +1 to them. gemma2 (llama_model_gemma2) differs: no q/k norm; always sliding layers (window
+// default 4096, pattern default 2: the even layers), rope.freq_base_swa defaulting to rope.freq_base;
+// attention scores soft-capped by attn_logit_softcapping (default 50) and the logits by
+// final_logit_softcapping (default 30); the scale's exception is its 46-layer 27B.
+Status GemmaConfig(const gguf::File& f, ModelConfig* c) {
+  const std::string a = c->arch + ".";
+  const bool g2 = c->arch == "gemma2";
+  c->gemma = true;
+  c->qk_norm = !g2;
+  c->norm_eps = static_cast<float>(f.GetFloatOr(a + "attention.layer_norm_rms_epsilon", 1e-6));
+  const int64_t swa = f.GetIntOr(a + "attention.sliding_window", g2 ? 4096 : 0);
+  if (swa < 0 || swa > kMaxContext)
+    return Corrupt("metadata '" + a + "attention.sliding_window' has an invalid value " + std::to_string(swa));
+  if (swa > 0) {
+    c->n_swa = static_cast<int>(swa);
+    const int64_t period = f.GetIntOr(a + "attention.sliding_window_pattern", g2 ? 2 : 6);
+    if (period < 0 || period > kMaxDim)
+      return Corrupt("metadata '" + a + "attention.sliding_window_pattern' has an invalid value " + std::to_string(period));
+    c->swa_period = static_cast<int>(period);
+    c->rope_base_swa = static_cast<float>(f.GetFloatOr(a + "rope.freq_base_swa", g2 ? c->rope_base : 10000.0));
+    if (!(c->rope_base_swa > 0)) return Corrupt("metadata '" + a + "rope.freq_base_swa' must be positive");
+  }
+  const double cap = f.GetFloatOr(a + "final_logit_softcapping", g2 ? 30.0 : 0.0);
+  if (!(cap >= 0) || !std::isfinite(cap)) return Corrupt("metadata '" + a + "final_logit_softcapping' must be >= 0");
+  c->final_logit_softcap = static_cast<float>(cap);
+  if (g2) {
+    const double acap = f.GetFloatOr(a + "attn_logit_softcapping", 50.0);
+    if (!(acap > 0) || !std::isfinite(acap)) return Corrupt("metadata '" + a + "attn_logit_softcapping' must be > 0");
+    c->attn_logit_softcap = static_cast<float>(acap);
+  }
+  c->attn_scale = c->n_layers == (g2 ? 46 : 62) ? 1.0f / std::sqrt(static_cast<float>(c->dim / c->n_heads))
+                                               : 1.0f / std::sqrt(static_cast<float>(c->head_dim));
+  return Status::Ok();
 }
 
 // Prefixes the file name unless the message already starts with it (the gguf getters name the file).
@@ -55,7 +95,7 @@ Status Model::Init(bool load_tokenizer) {
   const gguf::File& f = *file_;
   ED_ASSIGN_OR_RETURN(cfg_.arch, f.GetString("general.architecture"));
   if (cfg_.arch != "llama" && cfg_.arch != "qwen2" && cfg_.arch != "qwen3" && cfg_.arch != "smollm3" &&
-      cfg_.arch != "phi3")
+      cfg_.arch != "phi3" && cfg_.arch != "gemma3" && cfg_.arch != "gemma2")
     return Unsupported("architecture '" + cfg_.arch + "' is not supported (supported: " + kSupported + ")");
   const std::string a = cfg_.arch + ".";
   cfg_.name = f.GetStringOr("general.name", "");
@@ -125,6 +165,8 @@ Status Model::Init(bool load_tokenizer) {
   cfg_.rope_attn_factor = static_cast<float>(attn_factor);
   cfg_.qkv_bias = cfg_.arch == "qwen2";
   cfg_.qk_norm = cfg_.arch == "qwen3";
+  cfg_.attn_scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
+  if (cfg_.arch == "gemma3" || cfg_.arch == "gemma2") ED_RETURN_IF_ERROR(GemmaConfig(f, &cfg_));
 
   // Tensors, each checked against the shape the architecture needs.
   auto weight = [&](const std::string& name, int64_t cols, int64_t rows, Weight* out) -> Status {
@@ -204,6 +246,10 @@ Status Model::Init(bool load_tokenizer) {
       ED_RETURN_IF_ERROR(vec(p + "attn_k_norm.weight", cfg_.head_dim, &L.k_norm, true));
     }
     ED_RETURN_IF_ERROR(vec(p + "ffn_norm.weight", dim, &L.ffn_norm, true));
+    if (cfg_.gemma) {
+      ED_RETURN_IF_ERROR(vec(p + "post_attention_norm.weight", dim, &L.attn_post_norm, true));
+      ED_RETURN_IF_ERROR(vec(p + "post_ffw_norm.weight", dim, &L.ffn_post_norm, true));
+    }
     if (phi3) {  // ffn_up holds gate (rows 0..ffn, silu applied) then up: llama.cpp's SWIGLU of one matrix
       Weight gate_up;
       ED_RETURN_IF_ERROR(weight(p + "ffn_up.weight", dim, 2 * ffn, &gate_up));
@@ -286,7 +332,7 @@ size_t Model::weight_bytes() const {
   for (const Weight* w : all_weights()) n += w->nbytes();
   // Norms and biases (float copies of small tensors).
   for (const LayerWeights& L : layers_)
-    n += (L.attn_norm.size() + L.ffn_norm.size() + L.bq.size() + L.bk.size() + L.bv.size() + L.q_norm.size() +
+    n += (L.attn_norm.size() + L.ffn_norm.size() + L.attn_post_norm.size() + L.ffn_post_norm.size() + L.bq.size() + L.bk.size() + L.bv.size() + L.q_norm.size() +
           L.k_norm.size()) * 4;
   return n + output_norm_.size() * 4;
 }

@@ -3,6 +3,9 @@
 // RoPE), `qwen3` (per-head RMSNorm of Q and K before RoPE, NEOX RoPE, head_dim set apart from dim) and
 // `smollm3` (llama whose every 4th layer has no RoPE) and `phi3` (Phi-3 / Phi-4-mini: fused QKV and gate/up
 // matrices, NEOX RoPE, partial rotary, LongRoPE factors).
+// `gemma3` (embeddings scaled by sqrt(dim), norms after attention and FFN too, Q/K RMSNorm, GELU-gated FFN,
+// sliding-window layers interleaved with global ones) and `gemma2` (as gemma3 without the q/k norm, with
+// soft-capped attention scores and logits, every other layer sliding).
 //
 // Ownership: a Model owns its gguf::File; weight pointers point into the file's mapping (weights are
 // never copied; small 1-D tensors are converted to float at load). Immutable after Load and safe to
@@ -26,7 +29,7 @@ namespace edgedecode::llm {
 enum class RopeStyle { kNorm, kNeox };  // kNorm: adjacent pairs (2i, 2i+1); kNeox: (i, i + n_rot/2)
 
 struct ModelConfig {
-  std::string arch;         // "llama" | "qwen2" | "qwen3" | "smollm3" | "phi3"
+  std::string arch;         // "llama" | "qwen2" | "qwen3" | "smollm3" | "phi3" | "gemma3" | "gemma2"
   std::string name;         // general.name
   int n_vocab = 0;
   int n_ctx_train = 0;      // {arch}.context_length
@@ -54,6 +57,20 @@ struct ModelConfig {
   float rope_attn_factor = 1.f;
 
   bool layer_uses_rope(int l) const { return no_rope_every == 0 || (l + 1) % no_rope_every != 0; }
+  float attn_scale = 0;     // multiplies q.k; 1/sqrt(head_dim) unless the architecture says otherwise
+  // gemma3 (see GemmaConfig in model.cc): x = embedding * sqrt(dim); RMSNorm of the attention and FFN
+  // outputs before each residual add (attn_post_norm, ffn_post_norm); gate activation GELU (tanh) instead of SiLU.
+  bool gemma = false;
+  // Sliding-window attention: a layer with swa_layer(l) attends to the n_swa positions up to its own
+  // (key position p0 is seen from query position p1 when p1 - p0 < n_swa) and rotates with rope_base_swa.
+  // Layer l is a sliding one when l % swa_period < swa_period - 1 (every swa_period-th layer is global).
+  int n_swa = 0;            // 0: no sliding-window layers
+  int swa_period = 0;
+  float rope_base_swa = 10000.f;
+  float final_logit_softcap = 0;  // > 0: logits = cap * tanh(logits / cap)
+  float attn_logit_softcap = 0;   // > 0 (gemma2): each scaled score s = cap * tanh(s / cap) before the softmax
+
+  bool swa_layer(int l) const { return n_swa > 0 && (swa_period <= 0 || l % swa_period < swa_period - 1); }
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
 };
@@ -78,7 +95,9 @@ struct LayerWeights {
   std::vector<float> bq, bk, bv; // (q_dim), (kv_dim), (kv_dim); empty unless qkv_bias
   std::vector<float> q_norm;     // (head_dim), shared by every query head; empty unless qk_norm
   std::vector<float> k_norm;     // (head_dim), shared by every key head; empty unless qk_norm
+  std::vector<float> attn_post_norm;  // (dim), gemma only: RMSNorm of the attention output
   std::vector<float> ffn_norm;   // (dim)
+  std::vector<float> ffn_post_norm;   // (dim), gemma only: RMSNorm of the FFN output
   Weight w_gate;                 // (ffn_dim, dim)
   Weight w_up;                   // (ffn_dim, dim)
   Weight w_down;                 // (dim, ffn_dim)

@@ -21,6 +21,8 @@ inline Status EvalReusingPrefix(Context& ctx, std::vector<int32_t>& cached, cons
   const size_t limit = std::min({cached.size(), tokens.size(), static_cast<size_t>(ctx.n_past())});
   while (common < limit && cached[common] == tokens[common]) ++common;
   if (common == tokens.size() && common > 0) --common;  // the last token again: its logits are needed
+  // Sliding-window rings no longer hold the window before `common`: everything is evaluated again.
+  if (static_cast<int>(common) < ctx.n_past() && static_cast<int>(common) < ctx.min_truncate()) common = 0;
   ctx.Truncate(static_cast<int>(common));
   cached.resize(common);
   *reused = static_cast<int>(common);

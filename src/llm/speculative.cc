@@ -137,7 +137,9 @@ Status LookupDecoder::Advance(int32_t token, int max_draft) {
   EndPass();
   const int base = ctx_.n_past();
   const int room = ctx_.n_ctx() - base - 1;  // the pass must fit in the context
-  const int k = std::min({DraftLength(p_.n_draft), max_draft, room});
+  // A pass of at most one batch: its rejected rows can always be rolled back, sliding-window rings included
+  // (Context::Truncate keeps the last batch of every ring).
+  const int k = std::min({DraftLength(p_.n_draft), max_draft, room, ctx_.n_batch() - 1});
   std::vector<int32_t> draft;
   if (k > 0) draft = p_.drafter ? p_.drafter(history_, k) : LookupDraft(history_, k, p_.ngram_max, p_.ngram_min);
   if (static_cast<int>(draft.size()) > k) draft.resize(static_cast<size_t>(k));

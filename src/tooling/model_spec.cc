@@ -20,8 +20,9 @@ int64_t ModelShape::n_params() const {
 }
 
 Status ModelShape::Validate() const {
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "smollm3" && arch != "phi3")
-    return InvalidArgument("architecture '" + arch + "' is not supported (supported: llama, qwen2, qwen3, smollm3, phi3)");
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "smollm3" && arch != "phi3" && arch != "gemma3" &&
+      arch != "gemma2")
+    return InvalidArgument("architecture '" + arch + "' is not supported (supported: llama, qwen2, qwen3, smollm3, phi3, gemma3, gemma2)");
   auto bad = [](const char* what, int64_t v) {
     return InvalidArgument(std::string(what) + " must be positive (got " + std::to_string(v) + ")");
   };
@@ -38,7 +39,8 @@ Status ModelShape::Validate() const {
   if (head_dim() % 2 != 0) return InvalidArgument("head dim must be even (RoPE rotates pairs)");
   if (rope_dims < 0 || rope_dims % 2 != 0 || rope_dims > head_dim())
     return InvalidArgument("rope_dims must be even and at most the head dim (0: the head dim)");
-  if ((longrope || sliding_window != 0) && !phi3()) return InvalidArgument("longrope and sliding_window are phi3's");
+  if (longrope && !phi3()) return InvalidArgument("longrope is phi3's");
+  if (sliding_window != 0 && !phi3() && !gemma()) return InvalidArgument("sliding_window is phi3's, gemma3's and gemma2's");
   if (sliding_window < 0) return InvalidArgument("sliding_window must not be negative");
   if (longrope && !(rope_orig_context > 0 && rope_orig_context <= context))
     return InvalidArgument("longrope needs 0 < rope_orig_context <= context");
@@ -53,6 +55,9 @@ Status ModelShape::Validate() const {
       n_heads * head_dim() > (1 << 20))
     return InvalidArgument("model shape is absurdly large");
   if (!(rope_base > 0) || !(rms_eps > 0)) return InvalidArgument("rope_base and rms_eps must be positive");
+  if (sliding_window < 0 || sliding_window > context || swa_period < 0 || swa_period > 1024 || !(rope_base_swa > 0))
+    return InvalidArgument("sliding_window must be in [0, context], swa_period in [0, 1024] and rope_base_swa positive");
+  if (!(attn_softcap > 0) || !(final_softcap > 0)) return InvalidArgument("attn_softcap and final_softcap must be positive");
   return Status::Ok();
 }
 
@@ -102,10 +107,12 @@ std::vector<TensorSpec> ModelTensors(const ModelShape& s) {
       t.push_back({b + "attn_q_norm.weight", {hd}, TensorRole::kNorm, l});
       t.push_back({b + "attn_k_norm.weight", {hd}, TensorRole::kNorm, l});
     }
+    if (s.gemma()) t.push_back({b + "post_attention_norm.weight", {s.dim}, TensorRole::kNorm, l});
     t.push_back({b + "ffn_gate.weight", {s.dim, s.ffn}, TensorRole::kFfnGate, l});
     t.push_back({b + "ffn_down.weight", {s.ffn, s.dim}, TensorRole::kFfnDown, l});
     t.push_back({b + "ffn_up.weight", {s.dim, s.ffn}, TensorRole::kFfnUp, l});
     t.push_back({b + "ffn_norm.weight", {s.dim}, TensorRole::kNorm, l});
+    if (s.gemma()) t.push_back({b + "post_ffw_norm.weight", {s.dim}, TensorRole::kNorm, l});
   }
   return t;
 }
@@ -129,6 +136,15 @@ void SetArchMetadata(const ModelShape& s, StreamWriter* w) {
   w->Set(a + "rope.freq_base", Value::F32(static_cast<float>(s.rope_base)));
   w->Set(a + "attention.layer_norm_rms_epsilon", Value::F32(static_cast<float>(s.rms_eps)));
   w->Set(a + "vocab_size", Value::U32(static_cast<uint32_t>(s.vocab)));
+  if (s.gemma() && s.sliding_window > 0) {
+    w->Set(a + "attention.sliding_window", Value::U32(static_cast<uint32_t>(s.sliding_window)));
+    w->Set(a + "attention.sliding_window_pattern", Value::U32(static_cast<uint32_t>(s.swa_period)));
+    w->Set(a + "rope.freq_base_swa", Value::F32(static_cast<float>(s.rope_base_swa)));
+  }
+  if (s.arch == "gemma2") {
+    w->Set(a + "attn_logit_softcapping", Value::F32(static_cast<float>(s.attn_softcap)));
+    w->Set(a + "final_logit_softcapping", Value::F32(static_cast<float>(s.final_softcap)));
+  }
   if (s.phi3()) {  // as llama.cpp's Phi3MiniModel converter writes them
     w->Set(a + "rope.scaling.original_context_length", Value::U32(static_cast<uint32_t>(s.rope_orig_context)));
     w->Set(a + "attention.sliding_window", Value::U32(static_cast<uint32_t>(s.sliding_window)));

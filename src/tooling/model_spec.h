@@ -13,7 +13,7 @@
 namespace edgedecode::tooling {
 
 struct ModelShape {
-  std::string arch = "llama";  // "llama", "qwen2", "qwen3", "smollm3" (llama's tensors; the runtime skips RoPE in every 4th layer) or "phi3"
+  std::string arch = "llama";  // "llama", "qwen2", "qwen3", "smollm3" (llama's tensors; the runtime skips RoPE in every 4th layer), "phi3", "gemma3" or "gemma2"
   std::string name = "synthetic";
   int64_t dim = 256;           // embedding_length
   int64_t n_layers = 4;        // block_count
@@ -37,10 +37,19 @@ struct ModelShape {
   // phi3: attn_qkv and ffn_up (gate and up) fused; rope.scaling.original_context_length = rope_orig_context.
   int64_t rope_dims = 0;       // rope.dimension_count (partial rotary: Phi-4-mini rotates 96 of 128); 0: head_dim
   bool longrope = false;       // phi3: rope_factors_long / _short.weight (LongRoPEFactors) and rope.scaling.attn_factor
-  int64_t sliding_window = 0;  // phi3: attention.sliding_window, written as the converter does (the runtimes ignore it)
+  // attention.sliding_window. phi3: written as the converter does (the runtimes ignore it). gemma3/gemma2: the
+  // window (0: every layer global), with attention.sliding_window_pattern (every swa_period-th layer global)
+  // and rope.freq_base_swa (the sliding layers' RoPE base).
+  int64_t sliding_window = 0;
+  int64_t swa_period = 6;
+  double rope_base_swa = 10000.0;
+  // gemma2: attn_logit_softcapping and final_logit_softcapping (written for gemma2 only).
+  double attn_softcap = 50.0;
+  double final_softcap = 30.0;
 
   int64_t head_dim() const { return key_length > 0 ? key_length : dim / n_heads; }
-  bool qk_norm() const { return arch == "qwen3"; }  // attn_q_norm / attn_k_norm.weight (head_dim) per layer
+  bool qk_norm() const { return arch == "qwen3" || arch == "gemma3"; }  // attn_q_norm / attn_k_norm.weight (head_dim) per layer
+  bool gemma() const { return arch == "gemma3" || arch == "gemma2"; }  // post_attention_norm / post_ffw_norm.weight (dim) per layer
   bool llama3_rope() const { return rope_scaling_factor > 0; }
   bool phi3() const { return arch == "phi3"; }
   int64_t n_rot() const { return rope_dims > 0 ? rope_dims : head_dim(); }
@@ -62,7 +71,8 @@ struct TensorSpec {
 
 // Tensors in llama.cpp's order: token_embd, output_norm, output, rope_freqs (llama3 scaling), then per block
 // attn_q, attn_k, attn_v, attn_output, attn_norm, ffn_gate, ffn_down, ffn_up, ffn_norm (biases after their
-// weights; qwen3's attn_q_norm and attn_k_norm after attn_norm).
+// weights; qwen3's and gemma3's attn_q_norm and attn_k_norm after attn_norm; gemma3's post_attention_norm
+// after them, post_ffw_norm last).
 std::vector<TensorSpec> ModelTensors(const ModelShape& s);
 // The values of rope_freqs.weight (head_dim / 2) of a shape with llama3_rope().
 std::vector<float> RopeFreqFactors(const ModelShape& s);

@@ -68,6 +68,29 @@ ModelShape Llama3(const char* name, int64_t dim, int64_t layers, int64_t heads, 
   return s;
 }
 
+// gemma3: head_dim set apart (256 in every size), tied, RoPE base 1e6 for the global layers and 10000 for
+// the sliding-window ones, every 6th layer global.
+ModelShape Gemma3(const char* name, int64_t dim, int64_t layers, int64_t heads, int64_t kv, int64_t head_dim,
+                  int64_t ffn, int64_t vocab, int64_t ctx, int64_t window, int64_t period) {
+  ModelShape s = Make("gemma3", name, dim, layers, heads, kv, ffn, vocab, ctx, 1000000, 1e-6, true, false);
+  s.key_length = head_dim;
+  s.sliding_window = window;
+  s.swa_period = period;
+  s.rope_base_swa = 10000;
+  return s;
+}
+
+// gemma2: as gemma3 without q/k norm; every other layer sliding (window 4096), one RoPE base, soft caps.
+ModelShape Gemma2(const char* name, int64_t dim, int64_t layers, int64_t heads, int64_t kv, int64_t head_dim,
+                  int64_t ffn, int64_t vocab, int64_t ctx, int64_t window, double attn_cap, double final_cap) {
+  ModelShape s = Gemma3(name, dim, layers, heads, kv, head_dim, ffn, vocab, ctx, window, 2);
+  s.arch = "gemma2";
+  s.rope_base = s.rope_base_swa = 10000;
+  s.attn_softcap = attn_cap;
+  s.final_softcap = final_cap;
+  return s;
+}
+
 struct PresetEntry {
   const char* name;
   ModelShape shape;
@@ -107,6 +130,19 @@ const std::vector<PresetEntry>& Presets() {
       {"phi4-tiny", Phi3("synth-phi4-tiny", 256, 4, 8, 2, 768, 2048, 2048, true, 24, 32, true, 0)},
       {"phi3-tiny", Phi3("synth-phi-tiny", 256, 4, 8, 8, 768, 2048, 2048, false, 0, 2048, true, 2047)},
       {"smollm3-tiny", Make("smollm3", "synth-smollm3-tiny", 256, 4, 8, 2, 768, 2048, 2048, 5000000, 1e-6, true, false)},
+      // Gemma 3 270M / 1B (config.json: hidden 640 / 1152, 18 / 26 layers, 4 heads, 1 KV head, head_dim 256,
+      // sliding_window 512, every 6th layer global, vocabulary 262144).
+      {"gemma3-270m", Gemma3("synth-gemma3-270m", 640, 18, 4, 1, 256, 2048, 262144, 32768, 512, 6)},
+      {"gemma3-1b", Gemma3("synth-gemma3-1b", 1152, 26, 4, 1, 256, 6912, 262144, 32768, 512, 6)},
+      // Test shape: a window of 16 so that the oracle prompts (up to 65 tokens) run far past it, and a
+      // period of 3 so that 4 layers have both kinds (0, 1, 3 sliding; 2 global).
+      {"gemma3-tiny", Gemma3("synth-gemma3-tiny", 256, 4, 4, 1, 128, 768, 2048, 2048, 16, 3)},
+      // Gemma 2 2B (hidden 2304, 26 layers, 8 heads / 4 KV of 256, ffn 9216, vocabulary 256000, window 4096,
+      // soft caps 50 / 30). Test shape: window 16, and caps of 1.5 / 10 so that tanh bends the typical
+      // scores (std ~1) and logits (std ~4) instead of passing them through (a cap of 4 left 45% of the
+      // probability outside the oracle's top 256).
+      {"gemma2-2b", Gemma2("synth-gemma2-2b", 2304, 26, 8, 4, 256, 9216, 256000, 8192, 4096, 50, 30)},
+      {"gemma2-tiny", Gemma2("synth-gemma2-tiny", 256, 4, 4, 2, 64, 768, 2048, 2048, 16, 1.5, 10)},
   };
   return k;
 }
@@ -220,7 +256,8 @@ Result<ModelShape> ShapeFromJson(const std::string& text, const std::string& src
   static const char* kKeys[] = {"preset", "arch", "name", "dim", "n_layers", "n_heads", "n_kv_heads", "ffn",
                                 "vocab", "context", "rope_base", "rms_eps", "tied", "qkv_bias", "head_dim",
                                 "rope_scaling_factor", "rope_low_freq_factor", "rope_high_freq_factor",
-                                "rope_orig_context", "rope_dims", "longrope", "sliding_window"};
+                                "rope_orig_context", "rope_dims", "longrope", "sliding_window", "swa_period",
+                                "rope_base_swa", "attn_softcap", "final_softcap"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const char* k : kKeys) known |= it.key() == k;
@@ -252,6 +289,10 @@ Result<ModelShape> ShapeFromJson(const std::string& text, const std::string& src
   ED_RETURN_IF_ERROR(GetField(j, "rope_dims", &s.rope_dims, src));
   ED_RETURN_IF_ERROR(GetField(j, "longrope", &s.longrope, src));
   ED_RETURN_IF_ERROR(GetField(j, "sliding_window", &s.sliding_window, src));
+  ED_RETURN_IF_ERROR(GetField(j, "swa_period", &s.swa_period, src));
+  ED_RETURN_IF_ERROR(GetField(j, "rope_base_swa", &s.rope_base_swa, src));
+  ED_RETURN_IF_ERROR(GetField(j, "attn_softcap", &s.attn_softcap, src));
+  ED_RETURN_IF_ERROR(GetField(j, "final_softcap", &s.final_softcap, src));
   ED_RETURN_IF_ERROR(s.Validate().WithContext(src));
   return s;
 }

@@ -70,6 +70,14 @@ MODELS = [
 ] + [
     dict(name="phi3-tiny.f16", src=("synth", "phi3-tiny", "f16"), on=True)
 ] + [
+    # gemma3: sliding-window layers (window 16) interleaved with global ones; the prompts (32-65 ids) run
+    # well past the window, so the masked and ring-buffered positions are compared.
+    dict(name=f"gemma3-tiny.{t}", src=("synth", "gemma3-tiny", t), on=True) for t in ("f16", "q8_0", "q4_k")
+] + [
+    # gemma2: soft-capped scores and logits (caps 1.5 / 10 in the test shape, so that tanh bends them), every
+    # other layer sliding with a window of 16.
+    dict(name=f"gemma2-tiny.{t}", src=("synth", "gemma2-tiny", t), on=True) for t in ("f16",)
+] + [
     dict(name=f"llama-tiny.f32>{t}", src=("quantize", "llama-tiny", t), on=True)
     for t in ("q8_0", "q4_0", "q4_k", "q6_k")
 ]
