@@ -1,6 +1,7 @@
 // Pre-inference checks of an ONNX model (see onnx_checks.h for why each exists).
 #include "scan/onnx_checks.h"
 
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -215,12 +216,34 @@ Status CheckValueShape(const onnx::ValueInfoProto& vi, const std::string& path) 
   return Status::Ok();
 }
 
+// libonnx's inference functions read some required attributes without checking that they are there
+// (Scan's num_scan_inputs: a null read): a node without one of its schema's required attributes is refused.
+Status CheckRequiredAttributes(const onnx::NodeProto& n, int index, int64_t opset, const std::string& path) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx") return Status::Ok();
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(std::min<int64_t>(opset, INT32_MAX)), "");
+  if (!schema) return Status::Ok();
+  for (const auto& [name, attr] : schema->attributes()) {
+    if (!attr.required) continue;
+    bool present = false;
+    for (const auto& a : n.attribute()) present = present || a.name() == name;
+    if (!present)
+      return Corrupt(path + ": " + NodeLabel(n, index) + ": required attribute '" + name + "' is missing");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CheckAttributes(const onnx::ModelProto& model, const std::string& path) {
+  int64_t opset = model.ir_version() < 3 ? 1 : 0;  // IR < 3 had no opset_import
+  for (const auto& os : model.opset_import())
+    if (os.domain().empty() || os.domain() == "ai.onnx") opset = os.version();
   Status st;
   ForEachGraphConst(model, [&](const onnx::GraphProto& g) {
-    for (int i = 0; i < g.node_size() && st.ok(); ++i) st = CheckNodeAttributes(g.node(i), i, path);
+    for (int i = 0; i < g.node_size() && st.ok(); ++i) {
+      st = CheckNodeAttributes(g.node(i), i, path);
+      if (st.ok() && opset > 0) st = CheckRequiredAttributes(g.node(i), i, opset, path);
+    }
   });
   return st;
 }

@@ -497,3 +497,13 @@ TEST(ScanHostile, ShapeOfValueWithoutTypeAtOpset15) {
     EXPECT_EQ(r.code, 0) << name;
   }
 }
+
+// libonnx reads some required attributes without checking (Scan's num_scan_inputs: a null read); a node
+// without one of its schema's required attributes is refused before inference, naming it.
+TEST(ScanHostile, RequiredAttributeMissingIsRefusedBeforeInference) {
+  ModelBuilder b(13);
+  b.Input("x", {1, 4});
+  b.Node("Cast", {"x"}, {"y"}, "cast_without_to");
+  b.Output("y");
+  ExpectCorrupt(LoadStatus(b, "noattr.onnx"), {"noattr.onnx", "cast_without_to", "required attribute 'to' is missing"});
+}
