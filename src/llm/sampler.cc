@@ -3,18 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/splitmix64.h"
+
 namespace edgedecode::llm {
 
 Sampler::Sampler(const SamplerParams& p) : p_(p), state_(p.seed ^ 0x9e3779b97f4a7c15ull) {}
 
-double Sampler::NextUniform() {
-  // splitmix64
-  uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return static_cast<double>(z >> 11) * (1.0 / 9007199254740992.0);
-}
+double Sampler::NextUniform() { return SplitMix64Uniform(&state_); }
 
 void Sampler::Accept(int32_t token) {
   if (p_.repeat_last_n <= 0) return;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/splitmix64.h"
+
 namespace edgedecode::llm {
 namespace {
 
@@ -46,12 +48,7 @@ std::vector<int32_t> ReplayDrafter::operator()(const std::vector<int32_t>& histo
     return draft;  // the output left the recording: its continuation no longer applies
   const size_t end = std::min(recorded_.size(), h + static_cast<size_t>(n_draft));
   for (size_t i = h; i < end; ++i) {
-    // splitmix64, as the sampler's RNG: the same corruption on every platform.
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
+    const double u = SplitMix64Uniform(&state_);  // the same corruption on every platform
     const int32_t right = recorded_[i];
     draft.push_back(u < accept_ ? right : static_cast<int32_t>((right + 1) % n_vocab_));
   }

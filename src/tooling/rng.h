@@ -5,15 +5,12 @@
 
 #include <cstdint>
 
+#include "base/splitmix64.h"
+
 namespace edgedecode::tooling {
 
 // splitmix64: seeds streams and hashes (seed, tensor, row) into independent stream seeds.
-inline uint64_t SplitMix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+using edgedecode::SplitMix64;
 
 inline uint64_t MixSeed(uint64_t a, uint64_t b) {
   uint64_t s = a ^ (b * 0xd1b54a32d192ed03ull);
