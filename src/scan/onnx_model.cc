@@ -3,6 +3,7 @@
 #include "scan/onnx_model.h"
 
 #include "scan/onnx_checks.h"
+#include "scan/onnx_data_prop.h"
 
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
@@ -251,16 +252,20 @@ void RunInference(onnx::ModelProto* model, bool data_prop, bool retry_without_va
 }  // namespace
 
 // With data propagation (shape values through Shape, Gather, Concat... into Reshape and Expand). Where a
-// Shape reads values, types and shapes are inferred first, without it, so that every value a Shape reads
-// can be given a type before the pass with it (onnx_checks.h says why); one pass where there is no Shape.
+// Shape reads values, or an Add/Sub/Mul may meet an empty shape value, types and shapes are inferred
+// first, without it, so that every value a Shape reads can be given a type and those Add/Sub/Mul inputs
+// detached before the pass with it (onnx_checks.h and onnx_data_prop.h say why); else one pass.
 void InferShapes(onnx::ModelProto* model, std::vector<std::string>* warnings) {
-  if (!ContainsShapeOp(*model)) {
+  const bool has_shape_op = ContainsShapeOp(*model);
+  if (!has_shape_op && !MayFeedEmptyValueToMath(*model)) {
     RunInference(model, /*data_prop=*/true, /*retry_without_value_info=*/true, "shape inference", warnings);
     return;
   }
   RunInference(model, /*data_prop=*/false, /*retry_without_value_info=*/true, "shape inference", warnings);
-  const std::vector<std::string> placeholders = AddTypePlaceholders(model);
+  const std::vector<std::string> placeholders = has_shape_op ? AddTypePlaceholders(model) : std::vector<std::string>{};
+  const DetachedInputs detached = DetachPossiblyEmptyMathInputs(model);
   RunInference(model, /*data_prop=*/true, /*retry_without_value_info=*/false, "shape value propagation", warnings);
+  RestoreDetachedInputs(model, detached);
   RemoveTypePlaceholders(model, placeholders);
 }
 

@@ -498,6 +498,69 @@ TEST(ScanHostile, ShapeOfValueWithoutTypeAtOpset15) {
   }
 }
 
+// libonnx's data propagation for Add, Sub and Mul reads element 0 of a one-element value and element i of
+// the other: against an empty value (an empty int64 constant, Shape with start at the rank, an empty Slice of
+// a shape) it reads past the end. Valid models do this; they are scanned, and the Add/Sub/Mul that cannot
+// meet an empty value still carries shape values into Reshape.
+TEST(ScanHostile, MathOnEmptyShapeValueIsScanned) {
+  auto empty_int64 = [](ModelBuilder& b, const std::string& name) { b.InitInt64(name, {}); };
+  std::vector<std::pair<std::string, std::function<void(ModelBuilder&)>>> cases = {
+      {"add_empty_constant", [&](ModelBuilder& b) {
+         empty_int64(b, "e");
+         b.InitInt64("one", {1});
+         b.Node("Add", {"e", "one"}, {"r"});
+       }},
+      {"sub_empty_shape", [&](ModelBuilder& b) {
+         auto* s = b.Node("Shape", {"x"}, {"s"});
+         ModelBuilder::Int(s, "start", 4);  // past the last axis: an empty shape value
+         b.InitInt64("one", {1});
+         b.Node("Sub", {"one", "s"}, {"r"});
+       }},
+      {"mul_empty_slice_of_shape", [&](ModelBuilder& b) {
+         b.Node("Shape", {"x"}, {"s"});
+         b.InitInt64("at", {3});
+         b.Node("Slice", {"s", "at", "at"}, {"e"});
+         b.Node("Cast", {"e"}, {"ec"})->add_attribute()->CopyFrom([] {
+           onnx::AttributeProto a;
+           a.set_name("to");
+           a.set_type(onnx::AttributeProto::INT);
+           a.set_i(onnx::TensorProto::INT64);
+           return a;
+         }());
+         b.InitInt64("one", {1});
+         b.Node("Mul", {"ec", "one"}, {"r"});
+       }},
+  };
+  for (auto& [name, build] : cases) {
+    ModelBuilder b(17);
+    b.Input("x", {1, 4, 8, 8});
+    build(b);
+    b.Node("Shape", {"x"}, {"xs"});
+    b.InitInt64("ones", {1, 1, 1, 1});
+    b.Node("Mul", {"xs", "ones"}, {"xs1"});  // never empty: its shape value must still reach the Reshape
+    b.Node("Reshape", {"x", "xs1"}, {"y"});
+    b.Output("y");
+    b.Output("r");
+    std::string path = b.Write(kDir + "/" + name + ".onnx");
+    scantest::ChildResult r = scantest::RunLimited([&]() -> int {
+      auto m = OnnxModel::Load(path);
+      if (!m.ok()) return 3;
+      const ValueInfo* y = m.value()->Find("y");
+      if (!y || y->dims.size() != 4 || y->dims[3].value != 8) return 4;
+      // The inputs read their own names again, and no stand-in name is left.
+      const auto& g = m.value()->proto().graph();
+      for (const auto& vi : g.value_info())
+        if (vi.name().find("detached") != std::string::npos) return 5;
+      for (const auto& n : g.node())
+        for (const auto& in : n.input())
+          if (in.find("detached") != std::string::npos) return 6;
+      return 0;
+    }, rlim_t{4} << 30);
+    EXPECT_TRUE(r.exited) << name << ": killed by signal " << r.code;
+    EXPECT_EQ(r.code, 0) << name;
+  }
+}
+
 // libonnx reads some required attributes without checking (Scan's num_scan_inputs: a null read); a node
 // without one of its schema's required attributes is refused before inference, naming it.
 TEST(ScanHostile, RequiredAttributeMissingIsRefusedBeforeInference) {
