@@ -11,6 +11,7 @@
 
 #include "cli_util.h"
 #include "llm/context.h"
+#include "llm/fusion.h"
 #include "llm/model.h"
 
 namespace edgedecode::test {
@@ -54,6 +55,10 @@ class EvalMulti : public ::testing::Test {
     p.n_threads = 2;
     p.isa = kernels::ResolveIsa("auto").value();
     p.type_k = p.type_v = kv;
+    p.attn_f16 = attn_f16_;
+    if (!fused_) {
+      for (int f = 0; f < static_cast<int>(llm::Fusion::kCount); ++f) p.fusions.Disable(static_cast<llm::Fusion>(f));
+    }
     auto c = llm::Context::Create(m, p);
     EXPECT_TRUE(c.ok()) << c.status().message();
     return std::move(c).value();
@@ -127,6 +132,13 @@ class EvalMulti : public ::testing::Test {
     return worst;
   }
   static std::vector<Synth>* models_;
+  // The other paths of the pass, for the contexts Make creates: llama.cpp's f16 attention arithmetic, and
+  // every fusion off (attention with full score rows, RoPE and the KV write as separate passes).
+  static inline bool attn_f16_ = false, fused_ = true;
+  void TearDown() override {
+    attn_f16_ = false;
+    fused_ = true;
+  }
 };
 std::vector<Synth>* EvalMulti::models_ = new std::vector<Synth>();
 
@@ -148,6 +160,17 @@ TEST_F(EvalMulti, SlidingWindowSequencesPastTheirWindow) {
   // Window 16, rings of 16 + 8 - 1 rows: the 40- and 70-token sequences read wrapped rings, the 6-token one not.
   ASSERT_EQ(gemma().config().n_swa, 16);
   EXPECT_LE(Compare(gemma(), GgmlType::kF16, 8, {40, 6, 70, 15}, 12), 1e-5);
+}
+
+TEST_F(EvalMulti, F16AttentionArithmetic) {
+  attn_f16_ = true;
+  EXPECT_LE(Compare(gemma(), GgmlType::kF16, 8, {40, 6, 25}, 5, /*chunk=*/4), 1e-5);
+}
+
+TEST_F(EvalMulti, EveryFusionOff) {
+  fused_ = false;
+  EXPECT_LE(Compare(llama(), GgmlType::kQ8_0, 32, {14, 3, 45}, 4, /*chunk=*/9), 1e-5);
+  EXPECT_LE(Compare(gemma(), GgmlType::kF16, 8, {40, 6, 25}, 4), 1e-5);
 }
 
 TEST_F(EvalMulti, PrefillChunkInterleavedWithDecodeRows) {
