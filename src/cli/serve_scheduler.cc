@@ -32,6 +32,7 @@ struct Scheduler::Slot {
   std::unique_ptr<llm::StopMatcher> stopper;
   tok::Utf8Stream utf8;
   int32_t prev = -1;
+  int32_t next = -1;  // the sampled token the step's pass evaluates
   int generated = 0;
   std::vector<std::pair<double, int32_t>> ranked;  // scratch of TokenLogprobOf
   std::optional<llm::JsonMatcher> matcher;  // the job's response_format
@@ -182,40 +183,108 @@ void Scheduler::Loop() {
       AssignLocked();
       if (busy_ == 0 && queue_.empty() && stop_) return;
     }
-    // One step of every busy slot per round: prefill chunks and decode tokens interleave.
-    for (auto& s : slots_)
-      if (s->job) Step(*s);
+    Step();
     std::lock_guard<std::mutex> lk(mu_);
     for (size_t i = 0; i < slots_.size(); ++i) kv_used_[i] = slots_[i]->ctx->n_past();
   }
 }
 
-void Scheduler::Step(Slot& s) {
-  Job& job = *s.job;
-  if (job.cancelled) return Finish(s, "cancelled");
-  llm::Context& ctx = *s.ctx;
-  if (s.prefilling) {
-    // EvalReusingPrefix asks `stop` before each pass: one pass (one chunk of n_batch tokens) per step.
-    int passes = 0, reused = 0;
-    Status st = llm::EvalReusingPrefix(ctx, s.cached, job.prompt, n_batch_, &reused, [&] { return passes++ > 0; });
-    if (!st.ok()) return Finish(s, "error", st);
-    if (s.first_chunk) {
-      s.first_chunk = false;
-      {
-        std::lock_guard<std::mutex> jl(job.mu);
-        job.reused_tokens = reused;
-      }
-      std::lock_guard<std::mutex> lk(mu_);
-      totals_.reused_tokens += static_cast<uint64_t>(reused);
+namespace {
+
+// While any slot decodes, a prefill chunk is at most this many tokens: a pass that carries one costs a few
+// decode steps rather than a whole batch of prompt, so the other streams keep their pace (a prompt alone is
+// prefilled n_batch tokens at a time).
+constexpr int kChunkWhileDecoding = 16;
+
+}  // namespace
+
+void Scheduler::Step() {
+  std::vector<Slot*> decoding;
+  for (auto& sp : slots_) {
+    Slot& s = *sp;
+    if (!s.job) continue;
+    if (s.job->cancelled) Finish(s, "cancelled");
+    else if (!s.prefilling && Decode(s)) decoding.push_back(&s);
+  }
+  std::vector<llm::SeqTokens> rows;
+  std::vector<Slot*> row_slots;
+  for (Slot* s : decoding) {
+    rows.push_back({s->ctx.get(), &s->next, 1});
+    row_slots.push_back(s);
+  }
+  // One prefilling slot, round-robin, adds a chunk of its prompt to the pass.
+  for (size_t k = 0; k < slots_.size(); ++k) {
+    Slot& s = *slots_[(next_prefill_ + k) % slots_.size()];
+    if (!s.job || !s.prefilling) continue;
+    next_prefill_ = (next_prefill_ + k + 1) % slots_.size();
+    // With decode rows, the chunk takes what they leave of one pass (at least a token).
+    const int batch = std::min(s.ctx->n_batch(), n_batch_);
+    const int limit = decoding.empty() ? batch : std::min(kChunkWhileDecoding, batch - static_cast<int>(decoding.size()));
+    const int n = PrefillChunk(s, limit);
+    if (n > 0) {
+      rows.push_back({s.ctx.get(), s.job->prompt.data() + s.cached.size(), n});
+      row_slots.push_back(&s);
     }
-    if (s.cached.size() == job.prompt.size()) s.prefilling = false;
+    break;
+  }
+  if (rows.empty()) return;
+  if (llm::Context::EvalMulti(rows).ok()) {
+    for (size_t r = 0; r < rows.size(); ++r) Evaluated(*row_slots[r], rows[r].n);
     return;
   }
-  // Decode: the same order of checks as `run`, so that greedy output is the same token for token.
+  // The shared pass failed without changing any cache: each slot alone, so that the error (a context full,
+  // logits that overflow) ends only the job it belongs to.
+  for (size_t r = 0; r < rows.size(); ++r) {
+    Slot& s = *row_slots[r];
+    if (Status st = s.ctx->Eval(rows[r].tokens, rows[r].n, false); !st.ok()) Finish(s, "error", st);
+    else Evaluated(s, rows[r].n);
+  }
+}
+
+int Scheduler::PrefillChunk(Slot& s, int limit) {
+  Job& job = *s.job;
+  if (s.first_chunk) {
+    // Only the cache's truncation to the prefix the prompt shares (stopped before its first pass).
+    int reused = 0;
+    Status st = llm::EvalReusingPrefix(*s.ctx, s.cached, job.prompt, n_batch_, &reused, [] { return true; });
+    if (!st.ok()) {
+      Finish(s, "error", st);
+      return 0;
+    }
+    s.first_chunk = false;
+    {
+      std::lock_guard<std::mutex> jl(job.mu);
+      job.reused_tokens = reused;
+    }
+    std::lock_guard<std::mutex> lk(mu_);
+    totals_.reused_tokens += static_cast<uint64_t>(reused);
+  }
+  return static_cast<int>(std::min(job.prompt.size() - s.cached.size(), static_cast<size_t>(std::max(1, limit))));
+}
+
+void Scheduler::Evaluated(Slot& s, int n) {
+  if (s.prefilling) {
+    const std::vector<int32_t>& prompt = s.job->prompt;
+    s.cached.insert(s.cached.end(), prompt.begin() + static_cast<long>(s.cached.size()),
+                    prompt.begin() + static_cast<long>(s.cached.size()) + n);
+    if (s.cached.size() == prompt.size()) s.prefilling = false;
+    return;
+  }
+  s.cached.push_back(s.next);
+}
+
+bool Scheduler::Decode(Slot& s) {
+  Job& job = *s.job;
+  llm::Context& ctx = *s.ctx;
+  auto finish = [&](const char* reason) {
+    Finish(s, reason);
+    return false;
+  };
+  // The same order of checks as `run`, so that greedy output is the same token for token.
   const int32_t next = s.matcher ? SampleConstrained(s) : s.sampler->Sample(ctx.logits(0), ctx.n_vocab());
-  if (next < 0) return Finish(s, s.matcher->Complete() ? "stop" : "length");
-  if (s.matcher && tk_.IsEndOfGeneration(next)) return Finish(s, "stop");  // only allowed once complete
-  if (!job.ignore_eos && tk_.IsEndOfGeneration(next)) return Finish(s, "stop");
+  if (next < 0) return finish(s.matcher->Complete() ? "stop" : "length");
+  if (s.matcher && tk_.IsEndOfGeneration(next)) return finish("stop");  // only allowed once complete
+  if (!job.ignore_eos && tk_.IsEndOfGeneration(next)) return finish("stop");
   ++s.generated;
   std::string piece = tk_.TokenToPiece(next);
   // SentencePiece: the space a word carries is dropped right after BOS (as `run` and llama.cpp do).
@@ -239,10 +308,10 @@ void Scheduler::Step(Slot& s) {
     std::lock_guard<std::mutex> lk(mu_);
     ++totals_.completion_tokens;
   }
-  if (s.stopper->stopped()) return Finish(s, "stop");
-  if (s.generated >= job.max_tokens || ctx.n_past() >= ctx.n_ctx()) return Finish(s, "length");
-  if (Status st = ctx.Eval(&next, 1, false); !st.ok()) return Finish(s, "error", st);
-  s.cached.push_back(next);
+  if (s.stopper->stopped()) return finish("stop");
+  if (s.generated >= job.max_tokens || ctx.n_past() >= ctx.n_ctx()) return finish("length");
+  s.next = next;
+  return true;
 }
 
 int32_t Scheduler::SampleConstrained(Slot& s) {

@@ -1,8 +1,9 @@
 // The scheduler of `edgedecode serve`: N slots, each its own llm::Context (own KV cache) over one shared,
 // read-only llm::Model, driven by ONE thread that owns every context. HTTP handler threads only submit a
-// Job and wait on it. The scheduler runs one step at a time round-robin over the busy slots (a prefill
-// chunk of at most n_batch tokens, or one decode token), so a long prompt never stalls the other streams.
-// A new job goes to the free slot whose cached tokens share the longest prefix with its prompt, and only
+// Job and wait on it. Continuous batching: each step samples the next token of every decoding slot and then
+// evaluates all of them in one forward pass over the slots' contexts (llm::Context::EvalMulti: one read of
+// the weights for every stream), together with one prefill chunk of one prefilling slot (round-robin), kept
+// short while others decode so that a long prompt never stalls the other streams. A new job goes to the free slot whose cached tokens share the longest prefix with its prompt, and only
 // the rest of the prompt is prefilled (llm::EvalReusingPrefix). Prints nothing.
 #pragma once
 
@@ -95,8 +96,17 @@ class Scheduler {
   void Loop();
   // Moves queued jobs to free slots, the longest cached prefix first. Caller holds mu_.
   void AssignLocked();
-  // One prefill chunk or one decode token of a busy slot.
-  void Step(Slot& s);
+  // One step of every busy slot: a token sampled and sent for each decoding one, then one forward pass with
+  // their tokens and (at most) one prefill chunk of one prefilling slot.
+  void Step();
+  // Samples, sends and checks the next token of a decoding slot; true when it is to be evaluated (s.next),
+  // false when the job finished.
+  bool Decode(Slot& s);
+  // The prompt tokens a prefilling slot evaluates next (after dropping the part of its cache the prompt does
+  // not share, on its first chunk): at most `limit`.
+  int PrefillChunk(Slot& s, int limit);
+  // After the pass evaluated a slot's n tokens: the cache's token list, and the end of its prefill.
+  void Evaluated(Slot& s, int n);
   void Finish(Slot& s, const std::string& reason, const Status& error = Status::Ok());
 
   // Samples the next token of a job with a grammar: the logits of the tokens that would break the JSON (and
@@ -108,6 +118,7 @@ class Scheduler {
   const int n_batch_;
   const size_t queue_limit_;
   std::vector<std::unique_ptr<Slot>> slots_;
+  size_t next_prefill_ = 0;  // the slot whose prefill goes first in the next step (round-robin)
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

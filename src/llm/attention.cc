@@ -65,7 +65,7 @@ GgmlType Context::KeyReadType() const {
   return ByHead(params_.type_k) ? params_.type_k : GgmlType::kF32;
 }
 
-Context::AttentionItem Context::AttentionItemAt(int64_t item, int m, int p0, int window, float* qr) {
+Context::AttentionItem Context::AttentionItemAt(int64_t item, int m, int layer, float* qr) {
   const ModelConfig& c = model_.config();
   const int hd = c.head_dim, qd = c.q_dim(), group = c.n_heads / c.n_kv_heads;
   const int kvh = static_cast<int>(item % c.n_kv_heads);
@@ -78,8 +78,13 @@ Context::AttentionItem Context::AttentionItemAt(int64_t item, int m, int p0, int
     for (int g = 0; g < group; ++g) Hadamard(qr + static_cast<size_t>(g) * hd, hd);
     q = qr;
   }
-  const int n = p0 + i + 1;
-  return {window > 0 ? std::max(0, n - window) : 0, n, q, att_.data() + off};
+  const RowAt& r = rows_at_[static_cast<size_t>(i)];
+  const Context& s = *r.seq;
+  const size_t l = static_cast<size_t>(layer);
+  const int window = c.swa_layer(layer) ? c.n_swa : 0;
+  const int n = r.pos + 1;
+  return {&s, s.k_cache_.data() + s.k_off_[l], s.v_cache_.data() + s.v_off_[l], s.layer_rows_[l],
+          window > 0 ? std::max(0, n - window) : 0, n, q, att_.data() + off};
 }
 
 
@@ -118,22 +123,18 @@ void Context::AttendF16(int layer, const uint8_t* kc, const uint8_t* vc, int kvh
   for (int d = 0; d < hd; ++d) out[d] = quant::HalfToFloat(acc[d]) * inv;
 }
 
-// Causal attention of the m new tokens (positions p0..p0+m-1) over the cache, with online softmax (no
+// Causal attention of the m rows of the pass (rows_at_: each over its own context's cache up to its position), with online softmax (no
 // score matrix). One work item is (token, KV head); its group of query heads (GQA) is scored against
 // the keys read in their stored type (f16 keys: kernels::AttentionScores with f32 queries; q8_0 / q4_0
 // keys: kernels::AttentionScoresQ, integer dot products with the queries quantized to 8-bit blocks, as
 // for the weights; f32 keys: the f32 matmul dot), then the weighted sum of the V rows, also read in
 // place. The cache is walked in chunks of kAttnChunk positions; the running maximum moves once per
 // chunk. Items are ordered so that any contiguous range mixes short and long histories (balanced threads).
-void Context::Attention(int layer, int m, int p0) {
+void Context::Attention(int layer, int m) {
   const ModelConfig& c = model_.config();
   const int hd = c.head_dim;
   const int group = c.n_heads / c.n_kv_heads;
   const float scale = c.attn_scale;
-  const uint8_t* kc = k_cache_.data() + k_off_[static_cast<size_t>(layer)];
-  const uint8_t* vc = v_cache_.data() + v_off_[static_cast<size_t>(layer)];
-  const int rows = layer_rows_[static_cast<size_t>(layer)];
-  const int window = c.swa_layer(layer) ? c.n_swa : 0;
   const kernels::Isa isa = params_.isa;
   const GgmlType kt = KeyReadType();
   const bool float_k = kt == GgmlType::kF16;  // see KeyReadType
@@ -144,9 +145,9 @@ void Context::Attention(int layer, int m, int p0) {
         w(s.size()), mx(static_cast<size_t>(group)), sum(mx.size()), ktmp, vtmp;
     for (int64_t item = b; item < e; ++item) {
       const int kvh = static_cast<int>(item % c.n_kv_heads);
-      const AttentionItem it = AttentionItemAt(item, m, p0, window, qr.data());
+      const AttentionItem it = AttentionItemAt(item, m, layer, qr.data());
       if (params_.attn_f16) {
-        for (int g = 0; g < group; ++g) AttendF16(layer, kc, vc, kvh, it.q + g * hd, it.lo, it.n, it.out + g * hd);
+        for (int g = 0; g < group; ++g) it.seq->AttendF16(layer, it.kc, it.vc, kvh, it.q + g * hd, it.lo, it.n, it.out + g * hd);
         continue;
       }
       if (!float_k) qa.Prepare(isa, kt, it.q, group, hd);
@@ -155,8 +156,8 @@ void Context::Attention(int layer, int m, int p0) {
       std::fill(sum.begin(), sum.end(), 0.0f);
       for (int t0 = it.lo, nt = 0; t0 < it.n; t0 += nt) {
         int row;  // a chunk stops where a sliding-window ring wraps
-        nt = ChunkRows(layer, t0, std::min(C, it.n - t0), &row);
-        const HeadRows K = HeadRowsAt(kc, k_row_, params_.type_k, kvh, row, nt, rows, &ktmp);
+        nt = it.seq->ChunkRows(layer, t0, std::min(C, it.n - t0), &row);
+        const HeadRows K = HeadRowsAt(it.kc, k_row_, params_.type_k, kvh, row, nt, it.rows, &ktmp);
         if (float_k) kernels::AttentionScores(isa, K.type, K.rows, K.stride, hd, nt, it.q, hd, group, s.data(), C);
         else kernels::AttentionScoresQ(isa, K.type, K.rows, K.stride, hd, nt, qa, s.data(), C);
         for (int g = 0; g < group; ++g) {
@@ -170,7 +171,7 @@ void Context::Attention(int layer, int m, int p0) {
           }
           sum[g] += kernels::ExpSubSum(isa, sg, cm, w.data() + static_cast<size_t>(g) * C, nt);
         }
-        const HeadRows V = HeadRowsAt(vc, v_row_, params_.type_v, kvh, row, nt, rows, &vtmp);
+        const HeadRows V = HeadRowsAt(it.vc, v_row_, params_.type_v, kvh, row, nt, it.rows, &vtmp);
         kernels::AccumulateRows(isa, V.type, V.rows, V.stride, hd, nt, w.data(), C, group, acc.data(), hd);
       }
       for (int g = 0; g < group; ++g)
@@ -183,33 +184,30 @@ void Context::Attention(int layer, int m, int p0) {
 // head of the group over all n positions first (the same matmul as the online path), then one softmax
 // per query over the whole row, then the weighted V sum over the whole row. Same function as the online
 // softmax; the sums differ in rounding only (the online path rescales its running sums per chunk).
-void Context::AttentionFullScores(int layer, int m, int p0) {
+void Context::AttentionFullScores(int layer, int m) {
   const ModelConfig& c = model_.config();
   const int hd = c.head_dim;
   const int group = c.n_heads / c.n_kv_heads;
   const float scale = c.attn_scale;
-  const uint8_t* kc = k_cache_.data() + k_off_[static_cast<size_t>(layer)];
-  const uint8_t* vc = v_cache_.data() + v_off_[static_cast<size_t>(layer)];
-  const int rows = layer_rows_[static_cast<size_t>(layer)];
-  const int window = c.swa_layer(layer) ? c.n_swa : 0;
   const kernels::Isa isa = params_.isa;
   const GgmlType kt = KeyReadType();
   const bool float_k = kt == GgmlType::kF16;  // see KeyReadType
   constexpr int C = kAttnChunk;
-  const int64_t n_max = p0 + m;
+  int64_t n_max = 0;  // the longest history of a row
+  for (int i = 0; i < m; ++i) n_max = std::max<int64_t>(n_max, rows_at_[static_cast<size_t>(i)].pos + 1);
   pool_.ParallelFor(static_cast<int64_t>(m) * c.n_kv_heads, 1, [&](int64_t b, int64_t e, int) {
     kernels::Activations qa;
     std::vector<float> qr(static_cast<size_t>(group) * hd), sc(static_cast<size_t>(group * n_max)), ktmp, vtmp;
     std::vector<float> sum(static_cast<size_t>(group));
     for (int64_t item = b; item < e; ++item) {
       const int kvh = static_cast<int>(item % c.n_kv_heads);
-      const AttentionItem it = AttentionItemAt(item, m, p0, window, qr.data());
+      const AttentionItem it = AttentionItemAt(item, m, layer, qr.data());
       const int lo = it.lo, n = it.n - it.lo;  // scores of positions lo.. at sc + (t - lo)
       if (!float_k) qa.Prepare(isa, kt, it.q, group, hd);
       for (int t0 = 0, nt = 0; t0 < n; t0 += nt) {  // scores: Q K^T, row g at sc + g * n_max
         int row;
-        nt = ChunkRows(layer, lo + t0, std::min(C, n - t0), &row);
-        const HeadRows K = HeadRowsAt(kc, k_row_, params_.type_k, kvh, row, nt, rows, &ktmp);
+        nt = it.seq->ChunkRows(layer, lo + t0, std::min(C, n - t0), &row);
+        const HeadRows K = HeadRowsAt(it.kc, k_row_, params_.type_k, kvh, row, nt, it.rows, &ktmp);
         if (float_k) kernels::AttentionScores(isa, K.type, K.rows, K.stride, hd, nt, it.q, hd, group, sc.data() + t0, n_max);
         else kernels::AttentionScoresQ(isa, K.type, K.rows, K.stride, hd, nt, qa, sc.data() + t0, n_max);
       }
@@ -221,8 +219,8 @@ void Context::AttentionFullScores(int layer, int m, int p0) {
       std::fill(it.out, it.out + static_cast<size_t>(group) * hd, 0.0f);
       for (int t0 = 0, nt = 0; t0 < n; t0 += nt) {  // P V
         int row;
-        nt = ChunkRows(layer, lo + t0, std::min(C, n - t0), &row);
-        const HeadRows V = HeadRowsAt(vc, v_row_, params_.type_v, kvh, row, nt, rows, &vtmp);
+        nt = it.seq->ChunkRows(layer, lo + t0, std::min(C, n - t0), &row);
+        const HeadRows V = HeadRowsAt(it.vc, v_row_, params_.type_v, kvh, row, nt, it.rows, &vtmp);
         kernels::AccumulateRows(isa, V.type, V.rows, V.stride, hd, nt, sc.data() + t0, n_max, group, it.out, hd);
       }
       for (int g = 0; g < group; ++g)

@@ -395,15 +395,13 @@ void Context::Rope(float* v, int n_heads, int pos, bool swa) const {
   }
 }
 
-// Per token: biases, the per-head q/k RMSNorm (qwen3), RoPE on q and k, the key rotation, then the K and V rows quantized into the cache,
+// Per row (rows_at_: the context and position of each): biases, the per-head q/k RMSNorm (qwen3), RoPE on q and k, the key rotation, then the K and V rows quantized into the cache,
 // all while the token's rows are in L1 (rope_kv). Unfused: each step a pass over the whole batch, as a
 // graph of separate ops would run them. The same operations on the same values either way.
-void Context::RopeAndWriteKv(int layer, const LayerWeights& L, int m, int p0) {
+void Context::RopeAndWriteKv(int layer, const LayerWeights& L, int m) {
   const ModelConfig& c = model_.config();
   const int qd = c.q_dim(), kvd = c.kv_dim();
-  uint8_t* kc = k_cache_.data() + k_off_[static_cast<size_t>(layer)];
-  uint8_t* vc = v_cache_.data() + v_off_[static_cast<size_t>(layer)];
-  const int rows = layer_rows_[static_cast<size_t>(layer)];
+  const size_t l = static_cast<size_t>(layer);
   const bool swa = c.swa_layer(layer);
   const bool uses_rope = c.layer_uses_rope(layer);  // smollm3's NoPE layers: q and k as projected
   auto bias_rope = [&](int i) {
@@ -423,23 +421,27 @@ void Context::RopeAndWriteKv(int layer, const LayerWeights& L, int m, int p0) {
         kernels::RmsNorm(params_.isa, k + static_cast<size_t>(h) * c.head_dim, L.k_norm.data(), c.head_dim, c.norm_eps,
                          k + static_cast<size_t>(h) * c.head_dim);
     }
-    if (uses_rope) {
-      Rope(q, c.n_heads, p0 + i, swa);
-      Rope(k, c.n_kv_heads, p0 + i, swa);
+    if (uses_rope) {  // with the row's own context's tables (LongRoPE's factors depend on its n_ctx)
+      const RowAt& r = rows_at_[static_cast<size_t>(i)];
+      r.seq->Rope(q, c.n_heads, r.pos, swa);
+      r.seq->Rope(k, c.n_kv_heads, r.pos, swa);
     }
     if (rotate_k_) {
       for (int h = 0; h < c.n_kv_heads; ++h) Hadamard(k + static_cast<size_t>(h) * c.head_dim, c.head_dim);
     }
   };
-  auto write_row = [&](GgmlType t, const float* x, uint8_t* cache, size_t row_bytes, int pos) {
+  auto write_row = [&](GgmlType t, const float* x, uint8_t* cache, size_t row_bytes, int pos, int rows) {
     const int row = pos % rows;  // a ring for sliding-window layers, the position itself otherwise
     if (!ByHead(t)) return quant::QuantizeRow(t, x, cache + static_cast<size_t>(row) * row_bytes, kvd);
     for (int h = 0; h < c.n_kv_heads; ++h)
       quant::QuantizeRow(t, x + static_cast<size_t>(h) * c.head_dim, cache + HeadRowOffset(t, h, row, rows), c.head_dim);
   };
-  auto write = [&](int i) {
-    write_row(params_.type_k, k_.data() + static_cast<size_t>(i) * kvd, kc, k_row_, p0 + i);
-    write_row(params_.type_v, v_.data() + static_cast<size_t>(i) * kvd, vc, v_row_, p0 + i);
+  auto write = [&](int i) {  // into the row's own context's cache
+    const RowAt& r = rows_at_[static_cast<size_t>(i)];
+    Context& s = *r.seq;
+    const int rows = s.layer_rows_[l];
+    write_row(params_.type_k, k_.data() + static_cast<size_t>(i) * kvd, s.k_cache_.data() + s.k_off_[l], k_row_, r.pos, rows);
+    write_row(params_.type_v, v_.data() + static_cast<size_t>(i) * kvd, s.v_cache_.data() + s.v_off_[l], v_row_, r.pos, rows);
   };
   const uint64_t rope_bytes = static_cast<uint64_t>(m) * (qd + kvd) * 8 + (c.qkv_bias ? static_cast<uint64_t>(m) * kvd * 8 : 0) +
                               (c.qk_norm ? static_cast<uint64_t>(m) * (qd + kvd) * 8 : 0);
@@ -462,9 +464,25 @@ void Context::RopeAndWriteKv(int layer, const LayerWeights& L, int m, int p0) {
 }
 
 void Context::EvalBatch(const int32_t* tokens, int m, bool all_logits) {
+  rows_at_.resize(static_cast<size_t>(m));
+  for (int i = 0; i < m; ++i) rows_at_[static_cast<size_t>(i)] = {this, n_past_ + i};
+  const int first = all_logits ? 0 : m - 1;
+  std::vector<int> out(static_cast<size_t>(m - first));
+  for (int i = first; i < m; ++i) out[static_cast<size_t>(i - first)] = i;
+  Forward(tokens, m, out);
+  n_logit_rows_ = m - first;
+  n_past_ += m;
+  AdvanceRingFloor();
+}
+
+void Context::AdvanceRingFloor() {
+  for (size_t l = 0; l < layer_rows_.size(); ++l)
+    if (layer_rows_[l] < n_ctx_) ring_floor_ = std::max(ring_floor_, n_past_ - layer_rows_[l]);
+}
+
+void Context::Forward(const int32_t* tokens, int m, std::span<const int> out_rows) {
   const ModelConfig& c = model_.config();
   const int dim = c.dim, qd = c.q_dim();
-  const int p0 = n_past_;
   if (prof_ != nullptr) prof_->BeginPass(m);
   const Weight& emb = model_.token_embd();
   const size_t emb_row = RowBytes(emb.type, emb.cols);
@@ -496,13 +514,14 @@ void Context::EvalBatch(const int32_t* tokens, int m, bool all_logits) {
     // Attention block.
     NormQuantize(x_.data(), L.attn_norm, m, xb_.data(), L.wq.type, Op::kAttnNormQuant, Op::kAttnNorm);
     Qkv(L, m);
-    RopeAndWriteKv(l, L, m, p0);
+    RopeAndWriteKv(l, L, m);
     t0 = ProfBegin(Op::kAttention);
-    if (fused(Fusion::kAttnOnline) || params_.attn_f16) Attention(l, m, p0);
-    else AttentionFullScores(l, m, p0);
+    if (fused(Fusion::kAttnOnline) || params_.attn_f16) Attention(l, m);
+    else AttentionFullScores(l, m);
     ProfEnd(Op::kAttention, t0, [&] {
-      // Each token reads the cache rows of its history (n = p0 + i + 1), its query, and writes its output.
-      const uint64_t positions = static_cast<uint64_t>(m) * p0 + static_cast<uint64_t>(m) * (m + 1) / 2;
+      // Each row reads the cache rows of its history (n = pos + 1), its query, and writes its output.
+      uint64_t positions = 0;
+      for (int i = 0; i < m; ++i) positions += static_cast<uint64_t>(rows_at_[static_cast<size_t>(i)].pos) + 1;
       return positions * (k_row_ + v_row_) + static_cast<uint64_t>(m) * qd * 8;
     });
     Quantize(att_.data(), m, L.wo.type, qd);
@@ -523,12 +542,21 @@ void Context::EvalBatch(const int32_t* tokens, int m, bool all_logits) {
     else if (residual_to == nullptr) residual();
   }
 
-  // Output: only the rows whose logits are wanted.
-  const int first = all_logits ? 0 : m - 1;
-  const int rows = m - first;
+  // Output: only the rows whose logits are wanted. Rows [first, m) are read in place; other sets are first
+  // gathered into tmp_ (free after the layers), which changes no arithmetic (each row is normed alone).
+  const int rows = static_cast<int>(out_rows.size());
+  const int first = m - rows;
+  bool in_place = true;
+  for (int r = 0; r < rows; ++r) in_place = in_place && out_rows[static_cast<size_t>(r)] == first + r;
+  const float* x_out = x_.data() + static_cast<size_t>(first) * dim;
+  if (!in_place) {
+    for (int r = 0; r < rows; ++r)
+      std::memcpy(tmp_.data() + static_cast<size_t>(r) * dim, x_.data() + static_cast<size_t>(out_rows[static_cast<size_t>(r)]) * dim,
+                  sizeof(float) * dim);
+    x_out = tmp_.data();
+  }
   const Weight& out = model_.output();
-  NormQuantize(x_.data() + static_cast<size_t>(first) * dim, model_.output_norm(), rows, xb_.data(), out.type,
-               Op::kOutputNormQuant, Op::kOutputNorm);
+  NormQuantize(x_out, model_.output_norm(), rows, xb_.data(), out.type, Op::kOutputNormQuant, Op::kOutputNorm);
   t0 = ProfBegin(Op::kOutput);
   MatMuls({{&out, logits_.data()}}, rows);
   ProfEnd(Op::kOutput, t0, [&] { return matmul_bytes(out, rows); });
@@ -536,11 +564,6 @@ void Context::EvalBatch(const int32_t* tokens, int m, bool all_logits) {
     const float cap = c.final_logit_softcap, inv = 1.0f / cap;
     for (size_t j = 0; j < static_cast<size_t>(rows) * n_vocab_; ++j) logits_[j] = std::tanh(logits_[j] * inv) * cap;
   }
-  n_logit_rows_ = rows;
-  n_past_ += m;
-  // Positions below n_past - rows are gone from the sliding-window rings (see min_truncate).
-  for (size_t l = 0; l < layer_rows_.size(); ++l)
-    if (layer_rows_[l] < n_ctx_) ring_floor_ = std::max(ring_floor_, n_past_ - layer_rows_[l]);
   if (prof_ != nullptr) prof_->EndPass();
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,16 @@ size_t KvCacheBytes(const ModelConfig& c, int n_ctx, GgmlType type_k, GgmlType t
 // Whether a type can hold a KV row of this model (block size divides kv_dim).
 Status CheckKvType(const ModelConfig& c, GgmlType t, const char* which);
 
+class Context;
+
+// One sequence's part of a multi-sequence pass (Context::EvalMulti): n tokens appended to ctx at positions
+// ctx->n_past() .. n_past()+n-1.
+struct SeqTokens {
+  Context* ctx;
+  const int32_t* tokens;
+  int n;
+};
+
 class Context {
  public:
   static Result<std::unique_ptr<Context>> Create(const Model& model, const ContextParams& params);
@@ -61,6 +72,18 @@ class Context {
   // cache) when the tokens do not fit in the context or an id is out of range; Corrupt (the positions
   // dropped again) when the logits come out NaN or Inf, naming the broken weight where there is one.
   Status Eval(const int32_t* tokens, int n, bool all_logits);
+
+  // Evaluates the tokens of several sequences (distinct contexts over the same model, with the same kernels,
+  // KV types and fusions) in shared forward passes: every matmul runs once over the rows of all of them (one
+  // read of the weights), while RoPE, the KV write and attention of each row use its own context's positions,
+  // cache, sliding-window ring and RoPE tables. Each row's arithmetic is the one it gets alone (the kernels
+  // compute every row independently of the others), so afterwards each ctx->logits(0) is its last token's
+  // logits, bit for bit those of ctx->Eval(tokens, n, false), and its n_past() has advanced by n. Each n is
+  // at most that context's n_batch(); the rows are packed into passes of up to the last sequence's n_batch(),
+  // run on the last sequence's scratch and thread pool. Fails without changing any cache on bad input (a
+  // context full, an id out of range, mismatched contexts: the message names the sequence by index); Corrupt
+  // (every sequence's positions dropped again) when a sequence's logits come out NaN or Inf.
+  static Status EvalMulti(std::span<const SeqTokens> seqs);
 
   // Logits of the last Eval: (n or 1 rows, n_vocab).
   const float* logits(int row = 0) const { return logits_.data() + static_cast<size_t>(row) * n_vocab_; }
@@ -96,6 +119,18 @@ class Context {
  private:
   Context(const Model& model, const ContextParams& params, int n_ctx, int n_threads);
   void EvalBatch(const int32_t* tokens, int m, bool all_logits);
+  // Where row i of a pass goes: the context whose cache, positions and RoPE tables it uses, and its position.
+  struct RowAt {
+    Context* seq;
+    int pos;
+  };
+  // The forward pass over m rows described by rows_at_ (filled by the caller): logits_ gets the rows listed
+  // in out_rows, in that order. Changes no n_past.
+  void Forward(const int32_t* tokens, int m, std::span<const int> out_rows);
+  // After n_past_ advanced: positions below n_past - rows are gone from the sliding-window rings.
+  void AdvanceRingFloor();
+  // Whether another context can share this one's passes (EvalMulti), else why not.
+  Status CheckSharesPasses(const Context& o) const;
   // Corrupt when a logits row of the last Eval (which started at position p_start) holds a NaN or Inf, naming
   // the position and the weight that caused it; the Eval's positions are then dropped.
   Status CheckLogits(int p_start);
@@ -125,14 +160,14 @@ class Context {
   void GateAct(float* g, const float* u, int64_t n) const;
   // gemma: x += RMSNorm(tmp) * w, row by row (the attention or FFN output normed before its residual add).
   void PostNormResidual(const std::vector<float>& w, int m);
-  void RopeAndWriteKv(int layer, const LayerWeights& L, int m, int p0);
+  void RopeAndWriteKv(int layer, const LayerWeights& L, int m);
   void RmsNormRow(const float* x, const std::vector<float>& w, float* out) const;
   void RmsNorm(const float* x, const std::vector<float>& w, int m, float* out) const;
   // swa: the sliding-window layers' angles (their own base), where the model has such layers.
   void Rope(float* v, int n_heads, int pos, bool swa = false) const;
-  void Attention(int layer, int m, int p0);
+  void Attention(int layer, int m);
   // Attention with the scores of a query over all n positions first, then one softmax (attn_online off).
-  void AttentionFullScores(int layer, int m, int p0);
+  void AttentionFullScores(int layer, int m);
   void AttendF16(int layer, const uint8_t* kc, const uint8_t* vc, int kvh, const float* q, int lo, int n, float* out) const;
   // Positions attention reads per step (scores of a chunk, then its V rows).
   static constexpr int kAttnChunk = 128;
@@ -147,16 +182,21 @@ class Context {
   HeadRows HeadRowsAt(const uint8_t* c, size_t row_bytes, GgmlType t, int kvh, int t0, int nt, int rows,
                       std::vector<float>* tmp) const;
   GgmlType KeyReadType() const;  // the type the keys are read in (and the queries prepared for)
-  // One attention work item (token, KV head) of a batch of m tokens at p0: which token (ordered 0, m-1,
-  // 1, m-2, ... so that any range of items mixes short and long histories), how many positions it sees,
-  // its group's queries (rotated into qr when the keys were stored rotated) and its output.
+  // One attention work item (row, KV head) of a pass of m rows (rows_at_): which row (ordered 0, m-1,
+  // 1, m-2, ... so that any range of items mixes short and long histories), the context whose cache it
+  // reads, how many positions it sees, its group's queries (rotated into qr when the keys were stored
+  // rotated) and its output.
   struct AttentionItem {
+    const Context* seq;           // whose cache (layer `layer`): kc, vc, `rows` ring rows
+    const uint8_t* kc;
+    const uint8_t* vc;
+    int rows;
     int lo;           // first position this token sees (0, or the start of its sliding window)
     int n;            // positions this token sees end at n - 1
     const float* q;   // (group, head_dim) queries
     float* out;       // (group, head_dim) in att_
   };
-  AttentionItem AttentionItemAt(int64_t item, int m, int p0, int window, float* qr);
+  AttentionItem AttentionItemAt(int64_t item, int m, int layer, float* qr);
   // Positions [t0, t0 + nt) of a layer's cache as ring rows: the first row and how many of the nt fit before
   // the ring wraps (callers split their chunks there).
   int ChunkRows(int layer, int t0, int nt, int* row) const;
@@ -215,6 +255,7 @@ class Context {
   std::vector<float> logits_; // (n_batch or 1, n_vocab)
   std::vector<float> rope_cos_, rope_sin_;  // (n_ctx, n_rot/2)
   std::vector<float> rope_cos_swa_, rope_sin_swa_;  // the same with rope_base_swa; empty without sliding layers
+  std::vector<RowAt> rows_at_;  // (n_batch) the rows of the pass being run
 };
 
 }  // namespace edgedecode::llm

@@ -1,6 +1,6 @@
 // `edgedecode serve` driven by the official OpenAI client (npm openai, pinned in tools/oracle) and raw
 // fetch for what the client hides (status codes, error objects, the non-OpenAI routes). The greedy
-// answers are compared with `edgedecode run --temp 0` on the same input, solo and two at once.
+// answers are compared with `edgedecode run --temp 0` on the same input, solo, two and four at once.
 //
 // usage: node serve_test.mjs --edgedecode BIN --testdata DIR --work DIR
 // Exit 0 when every check passes; the server is killed on every way out.
@@ -336,6 +336,46 @@ async function testConcurrent(client, refA, refB, promptB) {
   eq(b.text, refB.text, "concurrent stream B equals its solo answer");
 }
 
+// Four streams at once on a server of four slots: every step their decode tokens go through one forward
+// pass, and a long prompt's prefill chunks (-b 16) ride along with the others' decode rows. The streams
+// start together and end at different lengths (slots leave the batch mid-way); each equals `run --temp 0`
+// on its own prompt, so the rows of a batch share no state (positions, caches, logits).
+async function testBatched(prompts, lengths, refs) {
+  const p = spawn(bin, ["serve", "-m", model, "--port", "0", "--parallel", "4", "-b", "16", "-t", "1", "-c", "1024"],
+                  { stdio: ["ignore", "ignore", "pipe"] });
+  try {
+    let log = "";
+    const port = await new Promise((resolve, reject) => {
+      p.stderr.on("data", (d) => {
+        log += d.toString();
+        const m = log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
+        if (m) resolve(Number(m[1]));
+      });
+      p.on("exit", () => reject(new Error("the server exited: " + log)));
+    });
+    const base = `http://127.0.0.1:${port}`;
+    for (let i = 0; i < 300 && (await fetch(base + "/health").catch(() => ({ status: 0 }))).status !== 200; i++)
+      await new Promise((r) => setTimeout(r, 100));
+    const client = new OpenAI({ baseURL: base + "/v1", apiKey: "unused", maxRetries: 0 });
+    const go = async (prompt, n) => {
+      const s = await client.completions.create({ model: "m", prompt, temperature: 0, max_tokens: n, ignore_eos: true, stream: true });
+      let text = "", t0 = 0, t1 = 0;
+      for await (const c of s) {
+        t0 ||= performance.now();
+        t1 = performance.now();
+        text += c.choices[0]?.text ?? "";
+      }
+      return { text, t0, t1 };
+    };
+    const got = await Promise.all(prompts.map((q, i) => go(q, lengths[i])));
+    const overlap = got.every((a) => got.every((b) => a.t0 < b.t1 && b.t0 < a.t1));
+    check(overlap, "batched: the four streams overlap in time", JSON.stringify(got.map((g) => [g.t0, g.t1])));
+    for (const [i, g] of got.entries()) eq(g.text, refs[i].text, `batched: stream ${i} equals its solo answer`);
+  } finally {
+    p.kill("SIGKILL");
+  }
+}
+
 async function metric(base, name) {
   const m = await raw(base, "/metrics", null, { method: "GET" });
   return Number(new RegExp(`^${name} (\\S+)$`, "m").exec(m.text)?.[1] ?? -1);
@@ -457,6 +497,11 @@ async function main() {
   const longA = runRef("Lily and Tom", false, N2, ["--ignore-eos", "-c", "4096"]);
   const longB = runRef(promptB, false, N2, ["--ignore-eos", "-c", "4096"]);
   check(longA.text !== longB.text, "the two references differ (the cross-talk check can fail)");
+  const batchPrompts = ["Lily and Tom", promptB, "Once upon a time", "The cat"];
+  const batchLengths = [400, 300, 360, 320];
+  const batchRefs = batchPrompts.map((q, i) => runRef(q, false, batchLengths[i], ["--ignore-eos", "-c", "1024"]));
+  check(new Set(batchRefs.map((r) => r.text)).size === 4, "the four batched references differ");
+  await testBatched(batchPrompts, batchLengths, batchRefs);
   const base = await startServer();
   const client = new OpenAI({ baseURL: base + "/v1", apiKey: KEY, maxRetries: 0 });
   await testChat(client, chatRef);
