@@ -222,6 +222,8 @@ int RunMain(int argc, char** argv) {
     if (Status st = ctx.Eval(toks.data() + i, n, false); !st.ok()) return Fail(cmd, st);
     if (InterruptScope::requested()) stop = "interrupted";
   }
+  // The draft model's prefill (a failure only costs its first draft a longer pass).
+  if (drafter && stop != "interrupted") (void)drafter->Prefill(toks);
   const auto t_prefill_end = Clock::now();
 
   std::vector<int32_t> out_ids;

@@ -71,9 +71,18 @@ std::vector<int32_t> DraftModelDrafter::Window(const std::vector<int32_t>& histo
   return want;
 }
 
-Status DraftModelDrafter::Propose(const std::vector<int32_t>& history, int n_draft, std::vector<int32_t>* draft) {
-  const std::vector<int32_t> want = Window(history, n_draft);
-  if (want.empty() || want.size() + static_cast<size_t>(n_draft) > static_cast<size_t>(ctx_.n_ctx())) return Status::Ok();
+Status DraftModelDrafter::Prefill(const std::vector<int32_t>& prompt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = prompt.empty() ? Status::Ok() : CatchUp(Window(prompt, 1));
+  if (!st.ok()) {
+    ctx_.Reset();
+    cached_.clear();
+  }
+  stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return st;
+}
+
+Status DraftModelDrafter::CatchUp(const std::vector<int32_t>& want) {
   // Keep the common prefix; the last token is evaluated again when cached, for its logits.
   size_t p = std::mismatch(cached_.begin(), cached_.end(), want.begin(), want.end()).first - cached_.begin();
   p = std::min(p, want.size() - 1);
@@ -90,6 +99,13 @@ Status DraftModelDrafter::Propose(const std::vector<int32_t>& history, int n_dra
     ++stats_.evals;
   }
   stats_.caught_up += static_cast<int64_t>(want.size() - p);
+  return Status::Ok();
+}
+
+Status DraftModelDrafter::Propose(const std::vector<int32_t>& history, int n_draft, std::vector<int32_t>* draft) {
+  const std::vector<int32_t> want = Window(history, n_draft);
+  if (want.empty() || want.size() + static_cast<size_t>(n_draft) > static_cast<size_t>(ctx_.n_ctx())) return Status::Ok();
+  ED_RETURN_IF_ERROR(CatchUp(want));
   for (;;) {
     int32_t t = Argmax();
     draft->push_back(t);

@@ -47,10 +47,15 @@ class DraftModelDrafter {
   // Up to n_draft tokens that the draft model predicts greedily after `history`; empty when the draft context
   // has no room or a draft pass fails (the target then decodes plainly: a draft is only a proposal).
   std::vector<int32_t> operator()(const std::vector<int32_t>& history, int n_draft);
+  // Evaluates the prompt ahead of the first draft (with the target's prefill), so that the first draft pass
+  // costs what the others do. On failure the context starts afresh at the first draft.
+  Status Prefill(const std::vector<int32_t>& prompt);
   const DraftModelStats& stats() const { return stats_; }
 
  private:
   Status Propose(const std::vector<int32_t>& history, int n_draft, std::vector<int32_t>* draft);
+  // Brings the cache to `want`: keeps the common prefix, rolls back the rest, evaluates the new tokens.
+  Status CatchUp(const std::vector<int32_t>& want);
   // The part of `history` the draft context holds: all of it while it fits with n_draft more positions,
   // else its first token (BOS) and the newer half of the context (the window slides by half contexts).
   std::vector<int32_t> Window(const std::vector<int32_t>& history, int n_draft);

@@ -136,7 +136,9 @@ Status LookupDecoder::Advance(int32_t token, int max_draft) {
   const int room = ctx_.n_ctx() - base - 1;  // the pass must fit in the context
   // A pass of at most one batch: its rejected rows can always be rolled back, sliding-window rings included
   // (Context::Truncate keeps the last batch of every ring).
-  const int k = std::min({DraftLength(p_.n_draft), max_draft, room, ctx_.n_batch() - 1});
+  int k = std::min({DraftLength(p_.n_draft), max_draft, room, ctx_.n_batch() - 1});
+  // A drafter that always proposes would leave no plain step to time: the first step is a plain one.
+  if (p_.adaptive && p_.costly_drafter && plain_s_ == 0) k = 0;
   std::vector<int32_t> draft;
   double draft_s = 0;
   if (k > 0 && p_.costly_drafter && pause_ > 0) {

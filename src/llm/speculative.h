@@ -35,7 +35,8 @@ struct LookupParams {
   int n_draft = 4;     // tokens proposed per verify pass (0: off, every step a plain one)
   Drafter drafter;     // empty: the n-gram lookup below (LookupDraft)
   // The drafter costs time on every call (a draft model): while drafting is paused it is not called at all
-  // (each step counts against the pause), rather than called and its draft dropped.
+  // (each step counts against the pause), rather than called and its draft dropped; adaptive, the first
+  // step is a plain one (the drafter always proposes: the timing needs a plain step to compare with).
   bool costly_drafter = false;
   int ngram_max = 3;   // the longest n-gram tried first ...
   int ngram_min = 1;   // ... down to this one
