@@ -1,6 +1,8 @@
 // Speculative decoding with a prompt-lookup (n-gram) drafter: the tokens that followed the most recent
 // earlier occurrence of the last M tokens (prompt + generated) are proposed as a draft, and the target
-// model verifies [pending token + draft] in one forward pass with the logits of every row.
+// model verifies [pending token + draft] in one forward pass with the logits of every row. Any Drafter
+// plugs in the same way: ReplayDrafter below (a measuring tool), DraftModelDrafter (llm/draft_model.h: a
+// second, smaller model).
 //
 // Exactness: the caller's Sampler is asked for exactly one token per emitted token, from the row of
 // logits that plain decoding would have used, in the same order -- a drafted token is accepted only when
