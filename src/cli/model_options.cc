@@ -141,12 +141,13 @@ Result<LoadedWeights> LoadWeights(const ModelOptions& o) {
   return w;
 }
 
-Status CheckPlanFits(const llm::Model& m, const llm::PlanParams& pp, llm::MemoryPlan* plan) {
+Status CheckPlanFits(const llm::Model& m, const llm::PlanParams& pp, llm::MemoryPlan* plan, const llm::MemoryPlan* extra) {
   *plan = llm::PlanMemory(m, pp);
+  if (extra) llm::AddDraftPlan(*extra, plan);
   ED_ASSIGN_OR_RETURN(const uint64_t avail, llm::AvailableMemoryBytes());
   if (avail == 0 || plan->total <= avail) return Status::Ok();
   std::fputs(FormatPlan(*plan, avail, 1.0, "this machine (available memory)").c_str(), stderr);
-  return ResourceExhausted("the model needs " + llm::FormatBytes(plan->total) + " but only " + llm::FormatBytes(avail) +
+  return ResourceExhausted(std::string(extra ? "the model and its draft need " : "the model needs ") + llm::FormatBytes(plan->total) + " but only " + llm::FormatBytes(avail) +
                            " is available: lower -c, use --kv-type q8_0 or q4_0, or a smaller weight type (see edgedecode plan)");
 }
 
@@ -173,7 +174,7 @@ Status ContextParamsFor(const ModelOptions& o, const LoadedWeights& w, llm::Cont
   return Status::Ok();
 }
 
-Result<Loaded> LoadModel(const ModelOptions& o) {
+Result<Loaded> LoadModel(const ModelOptions& o, const ExtraPlan& extra_plan) {
   const auto t0 = Clock::now();
   ED_ASSIGN_OR_RETURN(LoadedWeights w, LoadWeights(o));
   llm::ContextParams cp;
@@ -181,8 +182,13 @@ Result<Loaded> LoadModel(const ModelOptions& o) {
   ED_RETURN_IF_ERROR(ContextParamsFor(o, w, &cp, &pp));
   Loaded l;
   l.model = std::move(w.model);
-  ED_RETURN_IF_ERROR(CheckPlanFits(*l.model, pp, &l.plan));
+  llm::MemoryPlan extra;
+  if (extra_plan) {
+    ED_ASSIGN_OR_RETURN(extra, extra_plan(*l.model, pp));
+  }
+  ED_RETURN_IF_ERROR(CheckPlanFits(*l.model, pp, &l.plan, extra_plan ? &extra : nullptr));
   ED_ASSIGN_OR_RETURN(l.ctx, llm::Context::Create(*l.model, cp));
+  l.params = cp;
   l.load_s = Seconds(t0, Clock::now());
   if (o.verbose) {
     const llm::ModelConfig& c = l.model->config();

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -78,7 +79,9 @@ Status ContextParamsFor(const ModelOptions& o, const LoadedWeights& w, llm::Cont
 
 // ResourceExhausted (with the plan table on stderr) when the plan of pp does not fit in this machine's
 // available memory: refused before allocating rather than killed by the OOM killer.
-Status CheckPlanFits(const llm::Model& m, const llm::PlanParams& pp, llm::MemoryPlan* plan);
+// extra: a draft model's plan (llm::AddDraftPlan), counted in the total.
+Status CheckPlanFits(const llm::Model& m, const llm::PlanParams& pp, llm::MemoryPlan* plan,
+                     const llm::MemoryPlan* extra = nullptr);
 
 // The context length to use: -c, or the model's trained length capped at 4096. Warns on stderr when -c is
 // beyond the trained length.
@@ -89,7 +92,11 @@ struct Loaded {
   std::unique_ptr<llm::Context> ctx;
   double load_s = 0;
   llm::MemoryPlan plan;
+  llm::ContextParams params;  // ctx's (a draft model's context takes the same)
 };
-Result<Loaded> LoadModel(const ModelOptions& o);
+// extra_plan: the plan of what is loaded beside the model (a speculative draft), computed from the model
+// and its plan parameters before the plan check, and counted in it; its errors end the load.
+using ExtraPlan = std::function<Result<llm::MemoryPlan>(const llm::Model&, const llm::PlanParams&)>;
+Result<Loaded> LoadModel(const ModelOptions& o, const ExtraPlan& extra_plan = {});
 
 }  // namespace edgedecode::cli

@@ -2,10 +2,12 @@
 // accounting (llm/memory_plan.h), with pass/fail against the headroom rule and what would fit.
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/draft_options.h"
 #include "cli/model_options.h"
 
 namespace edgedecode::cli {
@@ -14,13 +16,16 @@ namespace {
 constexpr int kContextStep = 256;
 constexpr int kMaxSeqs = 4096;     // parallel sequences a plan describes  // the largest context that fits is searched in steps of this
 
+// The plan of a model for p, with its speculative draft's when there is one (the whole process).
+using PlanFn = std::function<llm::MemoryPlan(const llm::PlanParams&)>;
+
 // Largest context (a multiple of kContextStep, at most `cap`) whose plan fits in `budget`.
-int LargestContext(const llm::Model& m, llm::PlanParams p, uint64_t budget, int cap) {
+int LargestContext(const PlanFn& plan_of, llm::PlanParams p, uint64_t budget, int cap) {
   int lo = 0, hi = std::max(kContextStep, cap) / kContextStep;
   while (lo < hi) {
     int mid = (lo + hi + 1) / 2;
     p.n_ctx = mid * kContextStep;
-    if (llm::PlanMemory(m, p).total <= budget) lo = mid; else hi = mid - 1;
+    if (plan_of(p).total <= budget) lo = mid; else hi = mid - 1;
   }
   return lo * kContextStep;
 }
@@ -41,7 +46,8 @@ Result<uint64_t> ProfileMemory(const std::string& path, std::string* name) {
 
 // What would make a plan that does not fit, fit: a smaller KV type at this context, or a smaller weight type
 // (only types smaller than the model's own), computed from the plan, never a change that cannot help.
-std::string FitAdvice(const llm::Model& m, const llm::PlanParams& pp, const llm::MemoryPlan& plan, uint64_t budget) {
+std::string FitAdvice(const llm::Model& m, const PlanFn& plan_of, const llm::PlanParams& pp, const llm::MemoryPlan& plan,
+                      uint64_t budget) {
   for (GgmlType kv : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
     const GgmlTypeTraits &a = TypeTraits(kv), &cur = TypeTraits(pp.type_k);
     if (a.type_size * static_cast<size_t>(cur.block_size) >= cur.type_size * static_cast<size_t>(a.block_size))
@@ -49,7 +55,7 @@ std::string FitAdvice(const llm::Model& m, const llm::PlanParams& pp, const llm:
     if (!llm::CheckKvType(m.config(), kv, "KV").ok()) continue;
     llm::PlanParams q = pp;
     q.type_k = q.type_v = kv;
-    if (llm::PlanMemory(m, q).total <= budget)
+    if (plan_of(q).total <= budget)
       return std::string("fits with a ") + TypeName(static_cast<uint32_t>(kv)) + " KV cache: --kv-type " + TypeName(static_cast<uint32_t>(kv));
   }
   double weights = 0, q4 = 0;
@@ -81,8 +87,11 @@ int PlanMain(int argc, char** argv) {
   app.add_option("--target,-T", target, "device: a profile NAME (targets/NAME.json) or FILE.json with memory_bytes; default: this machine");
   app.add_option("--seqs", n_seqs, "parallel sequences (each has its own KV cache)")->capture_default_str();
   app.add_option("--headroom", headroom, "largest fraction of the device memory the peak may take")->capture_default_str();
+  DraftOptions draft;
+  draft.Add(app);
   json.Add(app, "the plan");
   if (auto rc = Parse(app, argc, argv)) return *rc;
+  if (Status st = draft.Validate(); !st.ok()) return Fail(cmd, st);
   if (n_seqs < 1 || n_seqs > kMaxSeqs)
     return Fail(cmd, InvalidArgument("--seqs must be from 1 to " + std::to_string(kMaxSeqs)));
   if (!(headroom > 0 && headroom <= 1)) return Fail(cmd, InvalidArgument("--headroom must be in (0, 1]"));
@@ -117,7 +126,20 @@ int PlanMain(int argc, char** argv) {
   pp.type_k = cp.type_k;
   pp.type_v = cp.type_v;
   pp.n_threads = mo.n_threads > 0 ? mo.n_threads : static_cast<int>(std::thread::hardware_concurrency());
-  const llm::MemoryPlan plan = llm::PlanMemory(m, pp);
+  // With --draft / --draft-quant the draft's weights, KV cache and scratch are lines of the same plan.
+  if (draft.on()) {
+    auto dp = draft.Plan(m, pp);
+    if (!dp.ok()) return Fail(cmd, dp.status());
+  }
+  const PlanFn plan_of = [&](const llm::PlanParams& p) {
+    llm::MemoryPlan full = llm::PlanMemory(m, p);
+    if (draft.on()) {
+      auto dp = draft.Plan(m, p);  // checked above: the same draft, another context length or KV type
+      if (dp.ok()) llm::AddDraftPlan(*dp, &full);
+    }
+    return full;
+  };
+  const llm::MemoryPlan plan = plan_of(pp);
   const uint64_t budget = static_cast<uint64_t>(headroom * static_cast<double>(device));
   const bool pass = device == 0 || plan.total <= budget;
 
@@ -129,14 +151,15 @@ int PlanMain(int argc, char** argv) {
     if (!llm::CheckKvType(m.config(), kv, "KV").ok()) continue;
     llm::PlanParams q = pp;
     q.type_k = q.type_v = kv;
-    rec.push_back({{"kv_type", TypeName(static_cast<uint32_t>(kv))}, {"max_ctx", device ? LargestContext(m, q, budget, cap) : 0}});
+    rec.push_back({{"kv_type", TypeName(static_cast<uint32_t>(kv))}, {"max_ctx", device ? LargestContext(plan_of, q, budget, cap) : 0}});
   }
   const std::string cap_note = "searched in steps of " + std::to_string(kContextStep) + " tokens up to the trained context of " +
                                std::to_string(cap);
-  const std::string advice = pass ? "" : FitAdvice(m, pp, plan, budget);
+  const std::string advice = pass ? "" : FitAdvice(m, plan_of, pp, plan, budget);
 
   FILE* out = json.text();
-  std::fprintf(out, "memory plan: %s, ctx %d, %d seq(s), batch %d\n\n", mo.model.c_str(), pp.n_ctx, n_seqs, std::min(pp.n_batch, pp.n_ctx));
+  std::fprintf(out, "memory plan: %s%s, ctx %d, %d seq(s), batch %d\n\n", mo.model.c_str(),
+               draft.on() ? (" with draft " + draft.Describe()).c_str() : "", pp.n_ctx, n_seqs, std::min(pp.n_batch, pp.n_ctx));
   std::fputs(FormatPlan(plan, device, headroom, device_name).c_str(), out);
   if (device) {
     std::fprintf(out, "\nlargest context that fits (%.0f%% rule; %s):", 100 * headroom, cap_note.c_str());
@@ -150,6 +173,7 @@ int PlanMain(int argc, char** argv) {
     j["ctx"] = pp.n_ctx;
     j["ctx_train"] = train;
     j["seqs"] = n_seqs;
+    if (draft.on()) j["draft"] = draft.Describe();
     j["items"] = nlohmann::json::array();
     for (const auto& it : plan.items) j["items"].push_back({{"component", it.component}, {"bytes", it.bytes}, {"detail", it.detail}});
     j["total_bytes"] = plan.total;

@@ -4,10 +4,12 @@
 
 #include "cli/chat_prompt.h"
 #include "cli/commands.h"
+#include "cli/draft_options.h"
 #include "cli/common.h"
 #include "cli/model_options.h"
 #include "cli/signals.h"
 #include "base/json_depth.h"
+#include "llm/draft_model.h"
 #include "llm/profiler.h"
 #include "llm/speculative.h"
 #include "llm/stop_strings.h"
@@ -99,35 +101,62 @@ int RunMain(int argc, char** argv) {
       ->check(CLI::Range(1, 16))
       ->capture_default_str();
   app.add_flag("--lookup-fixed", lookup_fixed,
-               "with --lookup or --draft-replay: draft whenever a draft is found (default: pause drafting while few drafts are accepted)");
+               "with --lookup, --draft, --draft-quant or --draft-replay: draft whenever a draft is found (default: pause drafting while few drafts are accepted)");
   std::string replay_file;
   double replay_accept = 1.0;
   int draft_max = 8;
+  DraftOptions draft;
+  draft.Add(app);
   CLI::Option* replay_opt =
       app.add_option("--draft-replay", replay_file,
                      "a measuring tool: draft from FILE, the `run --json` output of a greedy run of the same prompt "
                      "(its own continuation, corrupted by --replay-accept); the output is the same as without it")
-          ->excludes("--lookup");
+          ->excludes("--lookup")
+          ->excludes("--draft")
+          ->excludes("--draft-quant");
   app.add_option("--replay-accept", replay_accept, "with --draft-replay: the probability that a drafted token is right")
       ->check(CLI::Range(0.0, 1.0))
       ->needs(replay_opt)
       ->capture_default_str();
-  app.add_option("--draft-max", draft_max, "with --draft-replay: tokens drafted per verify pass")
-      ->check(CLI::Range(1, 64))
-      ->needs(replay_opt)
-      ->capture_default_str();
+  CLI::Option* draft_max_opt =
+      app.add_option("--draft-max", draft_max, "with --draft, --draft-quant or --draft-replay: tokens drafted per verify pass")
+          ->check(CLI::Range(1, 64))
+          ->capture_default_str();
   json.Add(app, "one object at the end (text, token ids, seed, timings); on stdout the text is not streamed");
   if (auto rc = Parse(app, argc, argv)) return *rc;
   InterruptScope interrupt;  // from here on, a signal while loading still ends with the results (none yet)
   if (n_predict < 0) return Fail(cmd, InvalidArgument("-n must be >= 0"));
+  if (draft_max_opt->count() > 0 && replay_file.empty() && !draft.on())
+    return Fail(cmd, InvalidArgument("--draft-max needs --draft, --draft-quant or --draft-replay"));
+  if (Status st = draft.Validate(); !st.ok()) return Fail(cmd, st);
   if (Status st = so.Finish(); !st.ok()) return Fail(cmd, st);
   if (Status st = po.Validate({mo.model, prompt_file}); !st.ok()) return Fail(cmd, st);
   auto prompt_text = ReadPrompt(prompt, prompt_file);
   if (!prompt_text.ok()) return Fail(cmd, prompt_text.status());
 
-  auto loaded = LoadModel(mo);
+  ExtraPlan draft_plan;
+  if (draft.on()) draft_plan = [&](const llm::Model& m, const llm::PlanParams& pp) { return draft.Plan(m, pp); };
+  auto loaded = LoadModel(mo, draft_plan);
   if (!loaded.ok()) return Fail(cmd, loaded.status());
   llm::Context& ctx = *loaded->ctx;
+  // The draft model and its own context (same length, threads, batch and KV types as the target's).
+  std::unique_ptr<llm::Model> draft_model;
+  std::unique_ptr<llm::Context> draft_ctx;
+  std::unique_ptr<llm::DraftModelDrafter> drafter;
+  if (draft.on()) {
+    const auto t0 = Clock::now();
+    auto dm = draft.Load(*loaded->model, ctx.n_threads());
+    if (!dm.ok()) return Fail(cmd, dm.status());
+    draft_model = std::move(*dm);
+    if (!mo.no_repack) draft_model->RepackForKernels(ctx.isa());
+    llm::ContextParams dp = loaded->params;
+    dp.n_ctx = ctx.n_ctx();
+    auto dc = llm::Context::Create(*draft_model, dp);
+    if (!dc.ok()) return Fail(cmd, dc.status().WithContext("draft model"));
+    draft_ctx = std::move(*dc);
+    drafter = std::make_unique<llm::DraftModelDrafter>(*draft_ctx, std::min(ctx.n_vocab(), draft_ctx->n_vocab()));
+    loaded->load_s += Seconds(t0, Clock::now());
+  }
   const tok::Tokenizer& tk = loaded->model->tokenizer();
 
   std::vector<int32_t> toks;
@@ -166,7 +195,20 @@ int RunMain(int argc, char** argv) {
     lookup.drafter = std::move(*replay);
     lookup.n_draft = draft_max;
   }
-  const char* spec_method = replay_file.empty() ? "lookup" : "replay";
+  // A draft model, after the n-gram lookup when --lookup is given too: the first drafter that proposes wins.
+  const int lookup_n = lookup.n_draft;
+  if (drafter) {
+    llm::DraftModelDrafter* d = drafter.get();
+    const llm::LookupParams lp = lookup;
+    lookup.drafter = [d, lp, lookup_n, draft_max](const std::vector<int32_t>& history, int k) {
+      std::vector<int32_t> found;
+      if (lookup_n > 0) found = llm::LookupDraft(history, std::min(k, lookup_n), lp.ngram_max, lp.ngram_min);
+      return found.empty() ? (*d)(history, std::min(k, draft_max)) : found;
+    };
+    lookup.costly_drafter = true;
+    lookup.n_draft = std::max(lookup_n, draft_max);
+  }
+  const char* spec_method = drafter ? (lookup_n > 0 ? "lookup+draft" : "draft") : replay_file.empty() ? "lookup" : "replay";
   std::unique_ptr<llm::LookupDecoder> spec;
   if (lookup.n_draft > 0) spec = std::make_unique<llm::LookupDecoder>(ctx, sampler, lookup, toks);
   // Positions of the accepted tokens in the cache (with --lookup the cache may hold rows being verified).
@@ -180,6 +222,8 @@ int RunMain(int argc, char** argv) {
     if (Status st = ctx.Eval(toks.data() + i, n, false); !st.ok()) return Fail(cmd, st);
     if (InterruptScope::requested()) stop = "interrupted";
   }
+  // The draft model's prefill (a failure only costs its first draft a longer pass).
+  if (drafter && stop != "interrupted") (void)drafter->Prefill(toks);
   const auto t_prefill_end = Clock::now();
 
   std::vector<int32_t> out_ids;
@@ -268,16 +312,19 @@ int RunMain(int argc, char** argv) {
     const llm::LookupStats& ls = spec->stats();
     // Passes after the first token (sampled from the prefill's logits), and the tokens they gave.
     const double per_pass = ls.passes() > 0 ? static_cast<double>(n_decoded - 1) / static_cast<double>(ls.passes()) : 0.0;
-    const std::string drafter = replay_file.empty() ? "lookup " + std::to_string(lookup.n_draft) + " (n-gram " +
+    std::string drafter_text = replay_file.empty() ? "lookup " + std::to_string(lookup.n_draft) + " (n-gram " +
                                                           std::to_string(lookup.ngram_max) + "..1" + (lookup.adaptive ? ", adaptive)" : ")")
                                                     : "replay " + std::to_string(lookup.n_draft) + " (accept " + std::to_string(replay_accept).substr(0, 4) +
                                                           (lookup.adaptive ? ", adaptive)" : ")");
+    if (drafter)
+      drafter_text = (lookup_n > 0 ? "lookup " + std::to_string(lookup_n) + " then " : std::string()) + "draft " +
+                     std::to_string(draft_max) + " (" + draft.Describe() + (lookup.adaptive ? ", adaptive)" : ")");
     std::fprintf(stderr,
                  "%s | drafted %lld, accepted %lld (%.1f%%) | %lld verify + %lld plain passes | "
-                 "%.2f tokens/pass | %.1f tok/s\n",
-                 drafter.c_str(), static_cast<long long>(ls.drafted),
+                 "%.2f tokens/pass | %.1f tok/s | draft %.3f s, verify %.3f s, plain %.3f s\n",
+                 drafter_text.c_str(), static_cast<long long>(ls.drafted),
                  static_cast<long long>(ls.accepted), 100.0 * ls.acceptance(), static_cast<long long>(ls.verify_passes),
-                 static_cast<long long>(ls.plain_passes), per_pass, decode_tps);
+                 static_cast<long long>(ls.plain_passes), per_pass, decode_tps, ls.draft_s, ls.verify_s, ls.plain_s);
     spec_json = {{"method", spec_method},
                  {"n_draft", lookup.n_draft},
                  {"ngram_max", lookup.ngram_max},
@@ -289,7 +336,15 @@ int RunMain(int argc, char** argv) {
                  {"verify_passes", ls.verify_passes},
                  {"plain_passes", ls.plain_passes},
                  {"tokens_per_pass", per_pass},
-                 {"decode_tok_s", decode_tps}};
+                 {"decode_tok_s", decode_tps},
+                 {"draft_s", ls.draft_s},
+                 {"verify_s", ls.verify_s},
+                 {"plain_s", ls.plain_s}};
+    if (drafter) {
+      const llm::DraftModelStats& ds = drafter->stats();
+      spec_json["draft_model"] = {{"source", draft.Describe()}, {"draft_max", draft_max}, {"evals", ds.evals},
+                                  {"caught_up", ds.caught_up}, {"rolled_back", ds.rolled_back}};
+    }
   }
   if (prof) {
     ctx.SetProfiler(nullptr);

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "llm/context.h"
 
@@ -68,9 +69,14 @@ uint64_t ValueBytes(const gguf::Value& v) {
 
 }  // namespace
 
+namespace {
+
+// The plan of `model`'s shape with the given weights line and matrix kinds (PlanMemory: the model's own).
+MemoryPlan PlanWith(const Model& model, const PlanParams& p, MemoryItem weights, bool half_matrices, bool q4_0_matrices);
+
+}  // namespace
+
 MemoryPlan PlanMemory(const Model& model, const PlanParams& p) {
-  const ModelConfig& c = model.config();
-  MemoryPlan plan;
   std::map<std::string, uint64_t> by_type;
   for (const Weight* w : model.all_weights()) by_type[TypeName(static_cast<uint32_t>(w->type))] += w->nbytes();
   std::string types;
@@ -82,7 +88,28 @@ MemoryPlan PlanMemory(const Model& model, const PlanParams& p) {
     how += "; of which " + FormatBytes(model.packed_bytes()) + " held in huge-page memory for the kernels, q4_0 / q8_0 / q4_K / q6_K repacked (originals released)";
   else
     how += "; the runtime moves the matrices each token streams to huge-page memory at load (same total)";
-  plan.items.push_back({"weights", model.file().file_size(), how});
+  return PlanWith(model, p, {"weights", model.file().file_size(), how}, HasHalfMatrices(model), HasQ4_0Matrices(model));
+}
+
+MemoryPlan PlanMemoryRequantized(const Model& model, const PlanParams& p, uint64_t file_bytes, const std::string& how,
+                                 bool half_matrices, bool q4_0_matrices) {
+  return PlanWith(model, p, {"weights", file_bytes, how}, half_matrices, q4_0_matrices);
+}
+
+void AddDraftPlan(const MemoryPlan& draft, MemoryPlan* plan) {
+  for (const MemoryItem& it : draft.items) {
+    if (it.component == "runtime overhead") continue;  // one process: the target's line counts it
+    plan->items.push_back({"draft " + it.component, it.bytes, it.detail});
+    plan->total += it.bytes;
+  }
+}
+
+namespace {
+
+MemoryPlan PlanWith(const Model& model, const PlanParams& p, MemoryItem weights, bool half_matrices, bool q4_0_matrices) {
+  const ModelConfig& c = model.config();
+  MemoryPlan plan;
+  plan.items.push_back(std::move(weights));
   uint64_t small = 0;
   for (const LayerWeights& L : model.layers())
     small += (L.attn_norm.size() + L.ffn_norm.size() + L.attn_post_norm.size() + L.ffn_post_norm.size() + L.bq.size() + L.bk.size() + L.bv.size() + L.q_norm.size() +
@@ -105,7 +132,7 @@ MemoryPlan PlanMemory(const Model& model, const PlanParams& p) {
   plan.items.push_back({"KV cache", kv,
                         "2 x " + shape + " x " + std::to_string(p.n_seqs) + " seqs, K " + TypeName(static_cast<uint32_t>(p.type_k)) +
                             " / V " + TypeName(static_cast<uint32_t>(p.type_v)) + " (block scales included)"});
-  ScratchSizes s = ComputeScratch(c, p.n_ctx, p.n_batch, HasHalfMatrices(model), HasQ4_0Matrices(model));
+  ScratchSizes s = ComputeScratch(c, p.n_ctx, p.n_batch, half_matrices, q4_0_matrices);
   plan.items.push_back({"activations and scratch", s.bytes() * static_cast<uint64_t>(p.n_seqs),
                         "batch " + std::to_string(std::min(p.n_batch, p.n_ctx)) + ": residual, q/k/v, ffn, logits (" +
                             FormatBytes(s.logits * 4) + "), rope tables, kernel activations"});
@@ -117,6 +144,8 @@ MemoryPlan PlanMemory(const Model& model, const PlanParams& p) {
   for (const MemoryItem& it : plan.items) plan.total += it.bytes;
   return plan;
 }
+
+}  // namespace
 
 static uint64_t ReadU64File(const std::string& path, bool* ok) {
   std::ifstream f(path);

@@ -57,6 +57,13 @@ struct PlanParams {
 constexpr uint64_t kRuntimeOverheadBytes = 6ull << 20;
 
 MemoryPlan PlanMemory(const Model& model, const PlanParams& p);
+// The plan of `model` with its matrices re-encoded at load (`run --draft-quant`): the weights line is
+// file_bytes (the re-encoded file's size) described by `how`, the scratch sized for the new matrix kinds.
+MemoryPlan PlanMemoryRequantized(const Model& model, const PlanParams& p, uint64_t file_bytes, const std::string& how,
+                                 bool half_matrices, bool q4_0_matrices);
+// Appends a speculative draft model's plan to the target's, its lines named "draft ..." (the process
+// overhead is counted once, by the target's plan), and adds them to the total.
+void AddDraftPlan(const MemoryPlan& draft, MemoryPlan* plan);
 
 // Memory the device gives the process: MemAvailable, capped by the cgroup (v2 memory.max or v1
 // limit_in_bytes) minus its current usage, and by EDGEDECODE_AVAILABLE_MEMORY (bytes) when set. 0 when unknown.

@@ -136,9 +136,19 @@ Status LookupDecoder::Advance(int32_t token, int max_draft) {
   const int room = ctx_.n_ctx() - base - 1;  // the pass must fit in the context
   // A pass of at most one batch: its rejected rows can always be rolled back, sliding-window rings included
   // (Context::Truncate keeps the last batch of every ring).
-  const int k = std::min({DraftLength(p_.n_draft), max_draft, room, ctx_.n_batch() - 1});
+  int k = std::min({DraftLength(p_.n_draft), max_draft, room, ctx_.n_batch() - 1});
+  // A drafter that always proposes would leave no plain step to time: the first step is a plain one.
+  if (p_.adaptive && p_.costly_drafter && plain_s_ == 0) k = 0;
   std::vector<int32_t> draft;
-  if (k > 0) draft = p_.drafter ? p_.drafter(history_, k) : LookupDraft(history_, k, p_.ngram_max, p_.ngram_min);
+  double draft_s = 0;
+  if (k > 0 && p_.costly_drafter && pause_ > 0) {
+    --pause_;  // a paused step does not pay for a draft it would drop
+  } else if (k > 0) {
+    const double t0 = Now();
+    draft = p_.drafter ? p_.drafter(history_, k) : LookupDraft(history_, k, p_.ngram_max, p_.ngram_min);
+    draft_s = Now() - t0;
+    stats_.draft_s += draft_s;
+  }
   if (static_cast<int>(draft.size()) > k) draft.resize(static_cast<size_t>(k));
   // A pause counts the steps that found a draft (the others cost nothing).
   if (!draft.empty() && pause_ > 0) {
@@ -149,6 +159,7 @@ Status LookupDecoder::Advance(int32_t token, int max_draft) {
     const double t0 = Now();
     ED_RETURN_IF_ERROR(ctx_.Eval(&token, 1, false));
     const double s = Now() - t0;
+    stats_.plain_s += s;
     plain_s_ = plain_s_ > 0 ? 0.75 * plain_s_ + 0.25 * s : s;
     ++stats_.plain_passes;
     return Status::Ok();
@@ -159,7 +170,9 @@ Status LookupDecoder::Advance(int32_t token, int max_draft) {
   batch.insert(batch.end(), draft.begin(), draft.end());
   const double t0 = Now();
   ED_RETURN_IF_ERROR(ctx_.Eval(batch.data(), static_cast<int>(batch.size()), true));
-  pass_s_ = Now() - t0;
+  const double verify_s = Now() - t0;
+  stats_.verify_s += verify_s;
+  pass_s_ = draft_s + verify_s;  // what the pass cost against a plain step: the draft included
   ++stats_.verify_passes;
   stats_.drafted += static_cast<int64_t>(draft.size());
   draft_ = std::move(draft);

@@ -1,6 +1,8 @@
 // Speculative decoding with a prompt-lookup (n-gram) drafter: the tokens that followed the most recent
 // earlier occurrence of the last M tokens (prompt + generated) are proposed as a draft, and the target
-// model verifies [pending token + draft] in one forward pass with the logits of every row.
+// model verifies [pending token + draft] in one forward pass with the logits of every row. Any Drafter
+// plugs in the same way: ReplayDrafter below (a measuring tool), DraftModelDrafter (llm/draft_model.h: a
+// second, smaller model).
 //
 // Exactness: the caller's Sampler is asked for exactly one token per emitted token, from the row of
 // logits that plain decoding would have used, in the same order -- a drafted token is accepted only when
@@ -34,13 +36,17 @@ using Drafter = std::function<std::vector<int32_t>(const std::vector<int32_t>& h
 struct LookupParams {
   int n_draft = 4;     // tokens proposed per verify pass (0: off, every step a plain one)
   Drafter drafter;     // empty: the n-gram lookup below (LookupDraft)
+  // The drafter costs time on every call (a draft model): while drafting is paused it is not called at all
+  // (each step counts against the pause), rather than called and its draft dropped; adaptive, the first
+  // step is a plain one (the drafter always proposes: the timing needs a plain step to compare with).
+  bool costly_drafter = false;
   int ngram_max = 3;   // the longest n-gram tried first ...
   int ngram_min = 1;   // ... down to this one
   // Adaptive: when the running mean of accepted tokens per verify pass (weight 1/4 on the newest pass,
   // starting at 1) falls below min_accept_per_pass, drafting pauses for `backoff` steps that found a
   // draft (doubled on each failed probe, up to max_backoff; reset by a pass that accepts), then probes
   // again. It pauses too when verify passes give fewer tokens per second than plain steps, both timed
-  // here (a model too small to be bound by its weight reads: a pass of several tokens costs several
+  // here (a pass's time includes its drafter's) (a model too small to be bound by its weight reads: a pass of several tokens costs several
   // steps); this makes which steps draft depend on timing, never which tokens come out. While drafting,
   // the draft length k (at most n_draft) is the one that maximizes the expected tokens per pass over its
   // cost, (1 - a^(k+1)) / (1 - a) / (1 + b k), with a the running per-token acceptance and b the measured
@@ -59,6 +65,9 @@ struct LookupStats {
   int64_t plain_passes = 0;   // one-token forward passes (no draft found, drafting paused)
   int64_t tokens = 0;         // tokens sampled (one per emitted token)
   int64_t rejected = 0;       // verify passes whose draft the target left before its end
+  double draft_s = 0;         // seconds in the drafter (a draft model's passes; ~0 for the n-gram lookup)
+  double verify_s = 0;        // seconds of the target's verify passes
+  double plain_s = 0;         // seconds of the target's one-token passes
   double acceptance() const { return drafted > 0 ? static_cast<double>(accepted) / drafted : 0.0; }
   int64_t passes() const { return verify_passes + plain_passes; }
 };

@@ -48,8 +48,7 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-Status QuantizeModel(const std::string& in_path, const std::string& out_path, const QuantizeOptions& opts,
-                     QuantizeStats* stats) {
+Result<std::vector<GgmlType>> PlanQuantize(const gguf::File& in, const QuantizeOptions& opts, QuantizeStats* stats) {
   if (!IsWritableType(opts.type))
     return InvalidArgument(std::string("cannot write type ") + TypeTraits(opts.type).name);
   std::vector<std::pair<std::regex, GgmlType>> overrides;
@@ -62,23 +61,13 @@ Status QuantizeModel(const std::string& in_path, const std::string& out_path, co
       return InvalidArgument("--tensor-type: bad pattern '" + pattern + "': " + e.what());
     }
   }
-  ED_ASSIGN_OR_RETURN(auto in, gguf::File::Open(in_path));
   auto log = [&](const std::string& s) {
     if (opts.log) opts.log(s);
   };
-
-  StreamWriter w(in->alignment());
-  for (const auto& kv : in->metadata()) w.Set(kv.first, kv.second);
-  uint32_t ftype = FileTypeFor(opts.type);
-  if (opts.type == GgmlType::kQ4_K) ftype = opts.mix_m ? 15 : 14;
-  if (opts.type == GgmlType::kQ5_K) ftype = opts.mix_m ? 17 : 16;
-  if (opts.type == GgmlType::kQ3_K) ftype = opts.mix_m ? 12 : 11;
-  w.Set("general.file_type", gguf::Value::U32(ftype));
-  w.Set("general.quantization_version", gguf::Value::U32(2));
-
+  const std::string& in_path = in.path();
   QuantizeStats st;
   std::vector<GgmlType> types;
-  for (const gguf::TensorInfo& t : in->tensors()) {
+  for (const gguf::TensorInfo& t : in.tensors()) {
     if (!quant::CanDequantize(t.ggml_type()))
       return Unsupported(in_path + ": tensor '" + t.name + "' has type " + TypeName(t.type) +
                          ", which cannot be read for re-quantization");
@@ -118,8 +107,32 @@ Status QuantizeModel(const std::string& in_path, const std::string& out_path, co
                              "--allow-requantize)");
     if (ty != src) st.changes.push_back({t.name, src, ty, why});
     types.push_back(ty);
-    ED_RETURN_IF_ERROR(w.Declare(t.name, t.dims, ty));
     st.in_bytes += t.nbytes;
+    st.out_bytes += RowBytes(ty, t.dims.empty() ? 0 : t.dims[0]) * static_cast<uint64_t>(t.rows());
+    ++st.tensors;
+  }
+  if (stats) *stats = st;
+  return types;
+}
+
+Status QuantizeModel(const std::string& in_path, const std::string& out_path, const QuantizeOptions& opts,
+                     QuantizeStats* stats) {
+  ED_ASSIGN_OR_RETURN(auto in, gguf::File::Open(in_path));
+  QuantizeStats st;
+  ED_ASSIGN_OR_RETURN(const std::vector<GgmlType> types, PlanQuantize(*in, opts, &st));
+  st.tensors = 0;
+  st.out_bytes = 0;
+  StreamWriter w(in->alignment());
+  for (const auto& kv : in->metadata()) w.Set(kv.first, kv.second);
+  uint32_t ftype = FileTypeFor(opts.type);
+  if (opts.type == GgmlType::kQ4_K) ftype = opts.mix_m ? 15 : 14;
+  if (opts.type == GgmlType::kQ5_K) ftype = opts.mix_m ? 17 : 16;
+  if (opts.type == GgmlType::kQ3_K) ftype = opts.mix_m ? 12 : 11;
+  w.Set("general.file_type", gguf::Value::U32(ftype));
+  w.Set("general.quantization_version", gguf::Value::U32(2));
+  for (size_t i = 0; i < in->tensors().size(); ++i) {
+    const gguf::TensorInfo& t = in->tensors()[i];
+    ED_RETURN_IF_ERROR(w.Declare(t.name, t.dims, types[i]));
   }
   ED_RETURN_IF_ERROR(w.Begin(out_path));
   ThreadPool pool(std::max(1, opts.threads));

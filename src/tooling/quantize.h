@@ -10,6 +10,7 @@
 
 #include "edgedecode/ggml_types.h"
 #include "edgedecode/status.h"
+#include "gguf/gguf.h"
 
 namespace edgedecode::tooling {
 
@@ -45,6 +46,11 @@ struct QuantizeStats {
   uint64_t in_bytes = 0, out_bytes = 0;
   std::vector<TypeChange> changes;  // in file order
 };
+
+// The type every tensor of `in` gets under opts, in file order (what QuantizeModel writes), with the
+// stats it would report (tensors, fallbacks, changes; in_bytes and out_bytes of the tensor data), without
+// writing anything: a memory plan can size the output before it exists. Fails as QuantizeModel does.
+Result<std::vector<GgmlType>> PlanQuantize(const gguf::File& in, const QuantizeOptions& opts, QuantizeStats* stats);
 
 Status QuantizeModel(const std::string& in_path, const std::string& out_path, const QuantizeOptions& opts,
                      QuantizeStats* stats = nullptr);

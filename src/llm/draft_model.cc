@@ -1,0 +1,135 @@
+#include "llm/draft_model.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace edgedecode::llm {
+namespace {
+
+// Token types that never occur in text a model was trained to continue (llama.cpp's LLAMA_TOKEN_TYPE_*):
+// control 3, user-defined 4, unused 5.
+bool IsSpecialType(const std::vector<int64_t>& types, size_t id) {
+  if (id >= types.size()) return false;
+  return types[id] == 3 || types[id] == 4 || types[id] == 5;
+}
+
+std::string Quoted(const std::string& s) {
+  std::string q = "'";
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) {
+      static const char* kHex = "0123456789abcdef";
+      q += "\\x";
+      q += kHex[c >> 4];
+      q += kHex[c & 15];
+    } else {
+      q += static_cast<char>(c);
+    }
+  }
+  return q + "'";
+}
+
+}  // namespace
+
+Status CheckSameVocabulary(const tok::Tokenizer& target, const std::vector<int64_t>& target_types,
+                           const tok::Tokenizer& draft, const std::vector<int64_t>& draft_types) {
+  const int32_t nt = target.vocab_size(), nd = draft.vocab_size();
+  const int32_t shared = std::min(nt, nd);
+  for (int32_t id = 0; id < shared; ++id) {
+    if (target.TokenText(id) == draft.TokenText(id)) continue;
+    return InvalidArgument("the draft model's vocabulary differs from the target's at token id " + std::to_string(id) +
+                           ": target " + Quoted(target.TokenText(id)) + ", draft " + Quoted(draft.TokenText(id)) +
+                           " (a draft must share the target's token ids)");
+  }
+  const bool target_larger = nt > nd;
+  const tok::Tokenizer& larger = target_larger ? target : draft;
+  const std::vector<int64_t>& types = target_larger ? target_types : draft_types;
+  for (int32_t id = shared; id < larger.vocab_size(); ++id) {
+    if (IsSpecialType(types, static_cast<size_t>(id))) continue;
+    return InvalidArgument("the draft model's vocabulary differs from the target's at token id " + std::to_string(id) +
+                           ": " + (target_larger ? "target " : "draft ") + Quoted(larger.TokenText(id)) + ", " +
+                           (target_larger ? "draft" : "target") + " has no such token (" + std::to_string(nt) +
+                           " target tokens, " + std::to_string(nd) +
+                           " draft tokens; only trailing special tokens may differ)");
+  }
+  return Status::Ok();
+}
+
+int32_t DraftModelDrafter::Argmax() const {
+  const float* row = ctx_.logits(0);
+  return static_cast<int32_t>(std::max_element(row, row + n_vocab_) - row);
+}
+
+std::vector<int32_t> DraftModelDrafter::Window(const std::vector<int32_t>& history, int n_draft) {
+  const size_t h = history.size(), n_ctx = static_cast<size_t>(ctx_.n_ctx()), k = static_cast<size_t>(n_draft);
+  auto fits = [&] { return (window_start_ == 0 ? h : 1 + h - window_start_) + k <= n_ctx; };
+  if (!fits() && h > n_ctx / 2 + 1) window_start_ = h - n_ctx / 2;
+  if (window_start_ == 0) return history;
+  std::vector<int32_t> want;
+  want.reserve(1 + h - window_start_);
+  want.push_back(history[0]);
+  want.insert(want.end(), history.begin() + static_cast<long>(window_start_), history.end());
+  return want;
+}
+
+Status DraftModelDrafter::Prefill(const std::vector<int32_t>& prompt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = prompt.empty() ? Status::Ok() : CatchUp(Window(prompt, 1));
+  if (!st.ok()) {
+    ctx_.Reset();
+    cached_.clear();
+  }
+  stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return st;
+}
+
+Status DraftModelDrafter::CatchUp(const std::vector<int32_t>& want) {
+  // Keep the common prefix; the last token is evaluated again when cached, for its logits.
+  size_t p = std::mismatch(cached_.begin(), cached_.end(), want.begin(), want.end()).first - cached_.begin();
+  p = std::min(p, want.size() - 1);
+  if (p < cached_.size()) {
+    ctx_.Truncate(static_cast<int>(p));  // below min_truncate() (sliding-window rings) it drops everything
+    stats_.rolled_back += static_cast<int64_t>(cached_.size()) - ctx_.n_past();
+    cached_.resize(static_cast<size_t>(ctx_.n_past()));
+    p = cached_.size();
+  }
+  for (size_t i = p; i < want.size(); i += static_cast<size_t>(ctx_.n_batch())) {
+    const int n = static_cast<int>(std::min(want.size() - i, static_cast<size_t>(ctx_.n_batch())));
+    ED_RETURN_IF_ERROR(ctx_.Eval(want.data() + i, n, false));
+    cached_.insert(cached_.end(), want.begin() + static_cast<long>(i), want.begin() + static_cast<long>(i) + n);
+    ++stats_.evals;
+  }
+  stats_.caught_up += static_cast<int64_t>(want.size() - p);
+  return Status::Ok();
+}
+
+Status DraftModelDrafter::Propose(const std::vector<int32_t>& history, int n_draft, std::vector<int32_t>* draft) {
+  const std::vector<int32_t> want = Window(history, n_draft);
+  if (want.empty() || want.size() + static_cast<size_t>(n_draft) > static_cast<size_t>(ctx_.n_ctx())) return Status::Ok();
+  ED_RETURN_IF_ERROR(CatchUp(want));
+  for (;;) {
+    int32_t t = Argmax();
+    draft->push_back(t);
+    if (static_cast<int>(draft->size()) >= n_draft) break;
+    ED_RETURN_IF_ERROR(ctx_.Eval(&t, 1, false));
+    cached_.push_back(t);
+    ++stats_.evals;
+  }
+  return Status::Ok();
+}
+
+std::vector<int32_t> DraftModelDrafter::operator()(const std::vector<int32_t>& history, int n_draft) {
+  std::vector<int32_t> draft;
+  if (n_draft <= 0 || history.empty()) return draft;
+  const auto t0 = std::chrono::steady_clock::now();
+  ++stats_.calls;
+  if (Status st = Propose(history, n_draft, &draft); !st.ok()) {
+    // The draft context's state is unknown after a failed pass: start it afresh next time.
+    ctx_.Reset();
+    cached_.clear();
+    draft.clear();
+  }
+  stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return draft;
+}
+
+}  // namespace edgedecode::llm
