@@ -199,6 +199,13 @@ bool KeyMatches(const std::string& header, const std::string& key) {
   return diff == 0;
 }
 
+// A request whose method carries a body (for httplib), without a Content-Length or with a Transfer-Encoding.
+bool BodyOfUnknownLength(const httplib::Request& req) {
+  const bool has_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" || req.method == "DELETE" ||
+                        req.method == "PRI";
+  return has_body && (req.has_header("Transfer-Encoding") || !req.has_header("Content-Length"));
+}
+
 const char* KnownPath(const std::string& p) {
   for (const char* k : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics", "/tokenize",
                         "/detokenize"})
@@ -230,6 +237,15 @@ void Api::Register(httplib::Server& svr, int handler_threads) {
   svr.set_keep_alive_timeout(5);
   svr.set_keep_alive_max_count(100);
   svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // httplib bounds only a body that has a Content-Length (--max-body, 413): a chunked one, or one read
+    // until the client closes, would be read whole whatever its size. Refused before a byte of it is read,
+    // asking the client to close the connection (httplib would take the unread body for the next request).
+    if (BodyOfUnknownLength(req)) {
+      res.set_header("Connection", "close");
+      SendError(res, {411, "send the request body with a Content-Length header (chunked or unsized bodies are not accepted)",
+                      "", "length_required"});
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
     if (!o_.api_key.empty() && !KeyMatches(req.get_header_value("Authorization"), o_.api_key)) {
       SendError(res, {401, "missing or wrong API key: send the header 'Authorization: Bearer KEY'", "", "invalid_api_key"});

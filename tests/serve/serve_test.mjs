@@ -303,6 +303,13 @@ async function testErrors(base, client) {
   check(r.status === 404 && r.json?.error?.message, "unknown path: 404 error object", r.text);
   r = await raw(base, "/v1/completions", null, { rawBody: JSON.stringify({ prompt: "x".repeat(2 << 20) }) });
   check(r.status === 413 && r.json?.error, "2 MiB body: 413 error object", `${r.status} ${r.text.slice(0, 200)}`);
+  // A chunked body (fetch with a stream body): 411 before it is read (httplib alone would read it whole,
+  // past --max-body).
+  const chunked = new Blob([JSON.stringify({ prompt: "x" })]).stream();
+  const c = await fetch(base + "/v1/completions", { method: "POST", body: chunked, duplex: "half",
+                                                   headers: { "Content-Type": "application/json", Authorization: `Bearer ${KEY}` } });
+  const cj = await c.json().catch(() => null);
+  eq([c.status, cj?.error?.code], [411, "length_required"], "chunked body: 411 length_required");
   const models = await client.models.list();
   eq(models.data.map((m) => m.id), ["stories260K.f32.gguf"], "/v1/models lists the model");
 }
