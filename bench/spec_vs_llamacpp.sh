@@ -11,9 +11,8 @@
 # node-llama-cpp ships (llama/gitRelease.bundle), as bench/vs_llamacpp.sh builds llama-bench, and cached.
 # Lookup runs on the trained stories260K (../shared/testdata/llm/gguf/stories260K.f32.gguf, made by
 # llama.cpp) unless --lookup-model says otherwise: on random weights nothing is ever copied. The draft rows
-# use `edgedecode synth --preset P` at q8_0 and q4_0 (the same weights, one seed); llama.cpp drafts with
-# --draft-p-min 0 there, as edgedecode does (greedy drafts of the full length; its default 0.8 would stop
-# every draft on random weights). Tok/s is each engine's own decode rate (llama.cpp: its "decoded ... t/s"
+# use `edgedecode synth --preset P` at q8_0 and q4_0 (the same weights, one seed); llama.cpp is given
+# --spec-draft-p-min 0 and --spec-draft-n-min 0, so that both engines draft greedily to the full length. Tok/s is each engine's own decode rate (llama.cpp: its "decoded ... t/s"
 # line; edgedecode: timings.decode_tok_s of `run --json`); acceptance is drafted tokens the target kept.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -95,12 +94,13 @@ printf '|---|---|---|---|---|---|---|---|\n'
 # 2. Lookup on a copy-heavy prompt: a story, then the request to tell it again, and its first words.
 if [[ -z $only || $only == lookup ]]; then
   [[ -f $lookup_model ]] || { echo "no lookup model at $lookup_model" >&2; exit 2; }
-  story="Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high. Lily asked her mom to help her. Her mom lifted her up and Lily got the ball. They played together all day and had lots of fun."
-  prompt="$story Once upon a time, there was a little girl named Lily. She loved to play"
-  our_common=(-m "$lookup_model" -p "$prompt" -n "$tg" --temp 0 --ignore-eos)
+  # Short: stories260K's context is 128 tokens (prompt + tg must fit; --tg 64 does).
+  story="Once upon a time, there was a little girl named Lily. She loved to play outside in the park."
+  prompt="$story Once upon a time, there was a little girl"
+  our_common=(-m "$lookup_model" -p "$prompt" -n "$tg" --temp 0 --ignore-eos -c 128)
   for t in $threads; do
     compare lookup "$t" --lookup "$draft" -- \
-      "$peer/llama-lookup" -m "$lookup_model" -p "$prompt" -n "$tg" --temp 0 --ignore-eos --draft-max "$draft" -c 512
+      "$peer/llama-lookup" -m "$lookup_model" -p "$prompt" -n "$tg" --temp 0 --ignore-eos --spec-draft-n-max "$draft" -c 128
   done
 fi
 
@@ -118,7 +118,7 @@ if [[ -z $only || $only == draft ]]; then
     for t in $threads; do
       compare "draft q4_0 -> q8_0" "$t" --draft "$drafter" --draft-max "$draft" -- \
         "$peer/llama-speculative-simple" -m "$target" -md "$drafter" -p "$prompt" -n "$tg" --temp 0 --ignore-eos \
-        --draft-max "$draft" --draft-min 0 --draft-p-min 0 -c 2048
+        --spec-draft-n-max "$draft" --spec-draft-n-min 0 --spec-draft-p-min 0 -c 2048
     done
   fi
 fi
