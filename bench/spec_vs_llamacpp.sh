@@ -12,8 +12,9 @@
 # Lookup runs on the trained stories260K (../shared/testdata/llm/gguf/stories260K.f32.gguf, made by
 # llama.cpp) unless --lookup-model says otherwise: on random weights nothing is ever copied. The draft rows
 # use `edgedecode synth --preset P` at q8_0 and q4_0 (the same weights, one seed); llama.cpp is given
-# --spec-draft-p-min 0 and --spec-draft-n-min 0, so that both engines draft greedily to the full length. Tok/s is each engine's own decode rate (llama.cpp: its "decoded ... t/s"
-# line; edgedecode: timings.decode_tok_s of `run --json`); acceptance is drafted tokens the target kept.
+# --spec-draft-p-min 0 and --spec-draft-n-min 0, so that both engines draft greedily to the full length.
+# Tok/s is each engine's own decode rate (llama.cpp: its "decoded ... t/s" line; edgedecode:
+# timings.decode_tok_s of `run --json`); acceptance is drafted tokens the target kept.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${EDGEDECODE_BIN:-$here/build/edgedecode}
