@@ -54,8 +54,13 @@ failures=0
 fail() { echo "cross_arm_test: FAIL: $*" >&2; failures=$((failures + 1)); }
 
 # The synthetic models (preset.type) and what the x86 build makes of them: top-3 per position over a
-# prompt that runs past gemma's sliding window of 16, and 16 greedy tokens after it.
-arch_models=(qwen3-tiny.q8_0 gemma3-tiny.q4_0 gemma2-tiny.f16)
+# prompt that runs past gemma's sliding window of 16, and 16 greedy tokens after it. f16 weights: with the
+# integer types the Arm and x86 sums differ in order, one activation lands on the other side of a q8 rounding
+# step now and then, and the random models amplify that to a few 1e-2 of probability (seen: 3.7e-2 for
+# gemma3-tiny q4_0 on cortex-a53), which would hide a small error; f16 (its activations rounded to f16) keeps
+# them near 1e-3 (seen: 1.05e-3 qwen3, 9.6e-4 gemma3, 4e-5 gemma2).
+# The integer kernels are covered by the parity test and the stories260K generations above.
+arch_models=(qwen3-tiny.f16 gemma3-tiny.f16 gemma2-tiny.f16)
 arch_prompt='Once upon a time there was a little girl who lived in a village near the forest and she liked to play'
 mkdir -p "$dir/arch"
 t_arch=$SECONDS
@@ -67,9 +72,9 @@ for m in "${arch_models[@]}"; do
 done
 echo "cross_arm_test: x86 outputs of ${arch_models[*]} ($((SECONDS - t_arch)) s)"
 
-# One position's top-3 agree when the top-1 token is the same (or the x86 top-2 is within 1e-3 of its top-1:
+# One position's top-3 agree when the top-1 token is the same (or the x86 top-2 is within 1e-2 of its top-1:
 # a near-tie either way) and each of the x86 top-3 tokens the Arm build lists has its probability within
-# 2e-4 (the kernels' sums differ in order only: the same q8 activations, float accumulation).
+# 5e-3 (about 5 times the differences seen: the sums differ in order only).
 arch_compare() {  # x86.json arm.json
   python3 - "$1" "$2" <<'PY'
 import json, sys
@@ -77,10 +82,10 @@ a, b = (json.load(open(f))["positions"] for f in sys.argv[1:3])
 bad = [] if len(a) == len(b) else [f"{len(a)} vs {len(b)} positions"]
 for pa, pb in zip(a, b):
     ta, tb = pa["top"], dict(pb["top"])
-    if pb["top"][0][0] != ta[0][0] and ta[0][1] - ta[1][1] > 1e-3:
+    if pb["top"][0][0] != ta[0][0] and ta[0][1] - ta[1][1] > 1e-2:
         bad.append(f"pos {pa['pos']}: top-1 {pb['top'][0]} vs x86 {ta[0]}")
     bad += [f"pos {pa['pos']}: token {t} p={p:.6f} vs x86 {q:.6f}" for t, q in ta for p in [tb.get(t)]
-            if p is not None and abs(p - q) > 2e-4]
+            if p is not None and abs(p - q) > 5e-3]
 print("; ".join(bad[:4]))
 sys.exit(1 if bad else 0)
 PY
