@@ -5,7 +5,8 @@
 // dot-product peak (independent vpdpbusd chains) beside the packed q4_0 kernel at m = 8 on a matrix that
 // stays in L2, so verify's compute floor (K tokens' MACs / that rate) can be set against a decode step,
 // and the same kernel on a matrix streamed from DRAM (the gap is what the memory side costs); medians.
-// Usage: kernels_bench [seconds_per_case=0.5] [verify]   (verify: the compute-side lines only)
+// Usage: kernels_bench [seconds_per_case=0.5] [verify|act]   (verify: the compute-side lines only; act: the
+// times of gemma's GELU gate and soft-caps per ISA, ActivationTimes)
 #if defined(__x86_64__)
 #include <immintrin.h>
 #elif defined(__aarch64__)
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -178,11 +180,47 @@ void PackedM8Rates(GgmlType t, int64_t rows, int copies, const char* where, doub
   }
 }
 
+// gemma's activations per ISA (ref is the scalar code the forward pass ran before the SIMD kernels): the
+// median time of GeluMul over one token's gate of gemma3-1b (ffn 6912) and over a prefill chunk of 64
+// tokens, Softcap over one row of gemma2's logits (256000) and SoftcapMax over 8 heads' scores at 4096
+// positions. Fresh inputs each call (a copy; its time is measured alone and taken off).
+void ActivationTimes(double budget) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  struct Case { const char* name; int64_t n; bool gelu; float scale, cap; };
+  const Case cases[] = {{"gelu*mul, gemma3-1b gate, 1 token", 6912, true, 0, 0},
+                        {"gelu*mul, gemma3-1b gate, 64 tokens", 6912 * 64, true, 0, 0},
+                        {"softcap, gemma2 logits (256000)", 256000, false, 1.0f, 30.0f},
+                        {"softcap+max, 8 heads x 4096 scores", 8 * 4096, false, 0.0625f, 50.0f}};
+  for (const Case& c : cases) {
+    std::vector<float> x0(static_cast<size_t>(c.n)), u(x0.size()), x(x0.size());
+    for (float& f : x0) f = c.gelu ? nd(rng) : nd(rng) * 20.0f;
+    for (float& f : u) f = nd(rng);
+    const double copy = 1.0 / Rate(1000000000, budget, [&](int) { std::memcpy(x.data(), x0.data(), 4 * x.size()); }, true);
+    for (kernels::Isa isa : {kernels::Isa::kRef, kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kNeon}) {
+      if (!kernels::IsaAvailable(isa)) continue;
+      volatile float sink = 0;
+      const double t = 1.0 / Rate(1000000000, budget, [&](int) {
+        std::memcpy(x.data(), x0.data(), 4 * x.size());
+        if (c.gelu) kernels::GeluMul(isa, x.data(), u.data(), c.n);
+        else sink = sink + kernels::SoftcapMax(isa, x.data(), c.n, c.scale, c.cap, -INFINITY);
+      }, true);
+      std::printf("%-38s %-7s %9.1f us  (%.2f ns/element)  %s\n", c.name, kernels::IsaName(isa), (t - copy) * 1e6,
+                  (t - copy) * 1e9 / c.n, c.gelu ? kernels::GeluMulName(isa).c_str() : kernels::SoftcapName(isa).c_str());
+      std::fflush(stdout);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const double budget = argc > 1 ? std::atof(argv[1]) : 0.5;
   const bool verify_only = argc > 2 && std::strcmp(argv[2], "verify") == 0;  // skip the per-type table
+  if (argc > 2 && std::strcmp(argv[2], "act") == 0) {  // gemma's activations only
+    ActivationTimes(budget);
+    return 0;
+  }
   // Baselines over 512 MiB.
   std::vector<uint64_t> buf(kTotal / 8, 1), dst(kTotal / 8);
   volatile uint64_t sink = 0;

@@ -10,13 +10,20 @@
 # llama2.c's golden text (the checks of tests/llm_golden_test.cc); on cortex-a53 also the tokenizer,
 # quant and gguf tests. neoverse-n1's logits must be the same bits as cortex-a53's (sdot and its
 # emulation fill the same lanes), so its generations are cortex-a53's.
+# The architectures beyond llama (qwen3: per-head q/k norms; gemma3: GELU gate, sliding-window layers;
+# gemma2: soft-capped scores and logits), on synthetic tiny models the x86 build writes: on max and
+# cortex-a53 the aarch64 build's next-token top-3 at every position of a prompt must be the x86 build's
+# (tolerances at arch_compare) and its greedy text the same; neoverse-n1's logits are cortex-a53's bits.
 # Fails on any mismatch. Registered as the ctest `cross_arm_test` of the x86 build (label cross).
 #
 # usage: tools/cross_arm_test.sh [BUILD_DIR (build-arm)] [TESTDATA (../shared/testdata)]
+#                                [HOST_EDGEDECODE (build/edgedecode): the x86 binary the synthetic models come from]
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 dir=$(mkdir -p "${1:-$src/build-arm}" && cd "${1:-$src/build-arm}" && pwd)
 testdata=$(cd "${2:-$src/../shared/testdata}" && pwd)
+host=${3:-$src/build/edgedecode}
+[[ -x $host ]] || { echo "cross_arm_test: no x86 edgedecode at $host (build it, or pass it as the third argument)" >&2; exit 1; }
 jobs=${JOBS:-$(nproc)}
 start=$SECONDS
 
@@ -45,6 +52,56 @@ echo "cross_arm_test: built in $((SECONDS - start)) s"
 
 failures=0
 fail() { echo "cross_arm_test: FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# The synthetic models (preset.type) and what the x86 build makes of them: top-3 per position over a
+# prompt that runs past gemma's sliding window of 16, and 16 greedy tokens after it. f16 weights: with the
+# integer types the Arm and x86 sums differ in order, one activation lands on the other side of a q8 rounding
+# step now and then, and the random models amplify that to a few 1e-2 of probability (seen: 3.7e-2 for
+# gemma3-tiny q4_0 on cortex-a53), which would hide a small error; f16 (its activations rounded to f16) keeps
+# them near 1e-3 (seen: 1.05e-3 qwen3, 9.6e-4 gemma3, 4e-5 gemma2).
+# The integer kernels are covered by the parity test and the stories260K generations above.
+arch_models=(qwen3-tiny.f16 gemma3-tiny.f16 gemma2-tiny.f16)
+arch_prompt='Once upon a time there was a little girl who lived in a village near the forest and she liked to play'
+mkdir -p "$dir/arch"
+t_arch=$SECONDS
+for m in "${arch_models[@]}"; do
+  "$host" synth --preset "${m%.*}" --type "${m##*.}" -o "$dir/arch/$m.gguf" --no-progress >/dev/null 2>&1 &&
+    "$host" logits -m "$dir/arch/$m.gguf" -p "$arch_prompt" --top 3 --kv-type f32 -t 1 --json >"$dir/arch/$m.x86.json" 2>/dev/null &&
+    "$host" run -m "$dir/arch/$m.gguf" -p "$arch_prompt" --temp 0 -n 16 -t 1 >"$dir/arch/$m.x86.txt" 2>/dev/null ||
+    { echo "cross_arm_test: the x86 build could not write or run $m ($host)" >&2; exit 1; }
+done
+echo "cross_arm_test: x86 outputs of ${arch_models[*]} ($((SECONDS - t_arch)) s)"
+
+# One position's top-3 agree when the top-1 token is the same (or the x86 top-2 is within 1e-2 of its top-1:
+# a near-tie either way) and each of the x86 top-3 tokens the Arm build lists has its probability within
+# 5e-3 (about 5 times the differences seen: the sums differ in order only).
+arch_compare() {  # x86.json arm.json
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+a, b = (json.load(open(f))["positions"] for f in sys.argv[1:3])
+bad = [] if len(a) == len(b) else [f"{len(a)} vs {len(b)} positions"]
+for pa, pb in zip(a, b):
+    ta, tb = pa["top"], dict(pb["top"])
+    if pb["top"][0][0] != ta[0][0] and ta[0][1] - ta[1][1] > 1e-2:
+        bad.append(f"pos {pa['pos']}: top-1 {pb['top'][0]} vs x86 {ta[0]}")
+    bad += [f"pos {pa['pos']}: token {t} p={p:.6f} vs x86 {q:.6f}" for t, q in ta for p in [tb.get(t)]
+            if p is not None and abs(p - q) > 5e-3]
+print("; ".join(bad[:4]))
+sys.exit(1 if bad else 0)
+PY
+}
+
+arch_check() {  # model (preset.type)
+  local m=$1 gguf="$dir/arch/$1.gguf" got why
+  ed logits -m "$gguf" -p "$arch_prompt" --top 3 --kv-type f32 -t 1 --kernels neon --json >"$dir/arch/$m.$cpu.json" 2>/dev/null ||
+    { fail "$cpu $m: logits exited non-zero"; return; }
+  [[ $cpu == neoverse-n1 ]] && return  # compared with cortex-a53's bits below
+  why=$(arch_compare "$dir/arch/$m.x86.json" "$dir/arch/$m.$cpu.json") || { fail "$cpu $m: top-3 differ from x86's: $why"; return; }
+  got=$(ed run -m "$gguf" -p "$arch_prompt" --temp 0 -n 16 -t 1 --kernels neon 2>/dev/null && echo x) ||
+    { fail "$cpu $m: run exited non-zero"; return; }
+  [[ "$got" == "$(cat "$dir/arch/$m.x86.txt"; echo x)" ]] || { fail "$cpu $m: greedy text differs from x86's"; return; }
+  echo "cross_arm_test: $cpu $m: x86's top-3 and greedy text"
+}
 
 ed() { QEMU_CPU=$cpu qemu-aarch64 "$dir/edgedecode" "$@"; }
 
@@ -99,6 +156,9 @@ check_cpu() {
   vlog=$(ed run -m "$testdata/llm/gguf/stories260K.q8_0-ffn_down_f16.gguf" -p x -n 1 --kernels neon -v 2>&1 >/dev/null) ||
     fail "$cpu: run -v"
   grep -q "q8_0   -> $expect q8_0 x q8_0" <<<"$vlog" || fail "$cpu: -v does not log $expect for q8_0: $vlog"
+  local t1=$SECONDS
+  for m in "${arch_models[@]}"; do arch_check "$m"; done
+  echo "cross_arm_test: $cpu: qwen3 / gemma3 / gemma2 checked ($((SECONDS - t1)) s)"
   if [[ $cpu == neoverse-n1 ]]; then  # same bits as cortex-a53 (compared below): its generations stand
     ed logits -m "$testdata/llm/gguf/stories260K.q4_0-ffn_down_f16.gguf" -p 'Once upon a time there was' \
        --kernels neon --json >"$dir/logits-$cpu.json" 2>/dev/null || fail "$cpu: logits"
@@ -141,6 +201,10 @@ done
 for cpu in "${cpus[@]}"; do cat "$dir/check-$cpu.log"; done
 cmp -s "$dir/logits-neoverse-n1.json" "$dir/logits-cortex-a53.json" ||
   fail "logits of the dotprod and the plain NEON builds differ"
+for m in "${arch_models[@]}"; do
+  cmp -s "$dir/arch/$m.neoverse-n1.json" "$dir/arch/$m.cortex-a53.json" ||
+    fail "$m: logits of the dotprod and the plain NEON builds differ"
+done
 
 if ((failures == 0)); then
   echo "cross_arm_test: passed ($((SECONDS - start)) s in all)"

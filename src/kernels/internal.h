@@ -52,6 +52,10 @@ void RefAttentionScores(GgmlType kt, const uint8_t* k, size_t row_bytes, int64_t
 float RefScaleMax(float* s, int64_t n, float scale, float init);
 float RefExpSubSum(const float* s, float mx, float* w, int64_t n);
 void RefSiluMul(float* g, const float* u, int64_t n);
+// GeluMul's table: gelu of every f16 bit pattern, rounded to f16, as floats (65536 entries; see ref.cc).
+const float* GeluTable();
+void RefGeluMul(float* g, const float* u, int64_t n);
+float RefSoftcapMax(float* s, int64_t n, float scale, float cap, float init);
 void RefRmsNorm(const float* x, const float* w, int64_t n, float eps, float* out);
 // The scalar reference matmul (quant::RefDotRow per output).
 void RefMatMul(GgmlType wt, const uint8_t* W, size_t row_bytes, int64_t k, int64_t r0, int64_t r1,
@@ -80,6 +84,10 @@ struct X86Kernels {
   // for bit (NaN and subnormals too), the bits in h and the values they stand for in f.
   void (*round_to_half)(GgmlType wt, const float* x, int64_t n, uint16_t* h, float* f);
   void (*rms_norm)(const float* x, const float* w, int64_t n, float eps, float* out);  // RmsNorm's bits
+  // gemma's gelu(gate) * up: GeluTable read at the F16C rounding of x by a gather (RefGeluMul's bits).
+  void (*gelu_mul)(float* g, const float* u, int64_t n, const float* table);
+  // gemma2's soft-cap (kernels.h SoftcapMax): tanh in double from an exp polynomial, rounded to float.
+  float (*softcap_max)(float* s, int64_t n, float scale, float cap, float init);
 };
 namespace avx2 { const X86Kernels& Kernels(); }
 // The CPU has AVX512-BF16 (vdpbf16ps): the avx512 build then runs bf16 weights by it.
@@ -96,6 +104,8 @@ struct NeonKernels {
   AccumulateRowsFn accumulate_rows;
   float (*exp_sub_sum)(const float* s, float mx, float* w, int64_t n);
   AttentionScoresFn attention_scores;
+  void (*gelu_mul)(float* g, const float* u, int64_t n, const float* table);  // as X86Kernels
+  float (*softcap_max)(float* s, int64_t n, float scale, float cap, float init);  // as X86Kernels
 };
 namespace neon { const NeonKernels& Kernels(); }
 namespace neon_dotprod { const NeonKernels& Kernels(); }

@@ -460,30 +460,19 @@ void SiluMul(Isa isa, float* g, const float* u, int64_t n) {
   detail::RefSiluMul(g, u, n);
 }
 
-namespace {
-// gelu(h) rounded to f16 for every f16 bit pattern h, as floats (256 KiB, built on first use).
-const float* GeluTable() {
-  static const std::vector<float> table = [] {
-    std::vector<float> t(65536);
-    for (uint32_t h = 0; h < 65536; ++h) {
-      const float x = quant::HalfToFloat(static_cast<uint16_t>(h));
-      const float y = 0.5f * x * (1.0f + std::tanh(0.79788456080286535587989211986876f * x * (1.0f + 0.044715f * x * x)));
-      t[h] = quant::HalfToFloat(quant::FloatToHalf(y));
-    }
-    return t;
-  }();
-  return table.data();
+void GeluMul(Isa isa, float* g, const float* u, int64_t n) {
+  if (const detail::X86Kernels* x = X86For(isa)) return x->gelu_mul(g, u, n, detail::GeluTable());
+  if (const detail::NeonKernels* x = NeonFor(isa)) return x->gelu_mul(g, u, n, detail::GeluTable());
+  detail::RefGeluMul(g, u, n);
 }
-}  // namespace
 
-void GeluMul(Isa, float* g, const float* u, int64_t n) {
-  const float* t = GeluTable();
-  for (int64_t i = 0; i < n; ++i) {
-    const float x = g[i];
-    const float y = x <= -10.0f ? 0.0f : x >= 10.0f ? x : t[quant::FloatToHalf(x)];
-    g[i] = y * u[i];
-  }
+float SoftcapMax(Isa isa, float* s, int64_t n, float scale, float cap, float init) {
+  if (const detail::X86Kernels* x = X86For(isa)) return x->softcap_max(s, n, scale, cap, init);
+  if (const detail::NeonKernels* x = NeonFor(isa)) return x->softcap_max(s, n, scale, cap, init);
+  return detail::RefSoftcapMax(s, n, scale, cap, init);
 }
+
+void Softcap(Isa isa, float* s, int64_t n, float cap) { SoftcapMax(isa, s, n, 1.0f, cap, -INFINITY); }
 
 void RmsNorm(Isa isa, const float* x, const float* w, int64_t n, float eps, float* out) {
   if (const detail::X86Kernels* k = X86For(isa)) return k->rms_norm(x, w, n, eps, out);
@@ -496,6 +485,17 @@ std::string RmsNormName(Isa isa) {
 
 std::string SiluMulName(Isa isa) {
   return X86For(isa) != nullptr ? std::string("silu*mul ") + IsaName(isa) + " (exp in double)" : "silu*mul scalar";
+}
+
+std::string GeluMulName(Isa isa) {
+  if (X86For(isa) != nullptr) return std::string("gelu*mul ") + IsaName(isa) + " (f16c + gather from llama.cpp's f16 table)";
+  if (NeonFor(isa) != nullptr) return "gelu*mul neon (fcvtn + llama.cpp's f16 table)";
+  return "gelu*mul scalar (llama.cpp's f16 table)";
+}
+
+std::string SoftcapName(Isa isa) {
+  return X86For(isa) != nullptr || NeonFor(isa) != nullptr ? std::string("softcap ") + IsaName(isa) + " (tanh in double)"
+                                                           : "softcap scalar (std::tanh)";
 }
 
 std::string KernelName(Isa isa, GgmlType wt) {

@@ -145,10 +145,23 @@ float ExpSubSum(Isa isa, const float* s, float mx, float* w, int64_t n);
 // depend on n or on where the range starts.
 void SiluMul(Isa isa, float* g, const float* u, int64_t n);
 // g[i] = gelu(g[i]) * u[i] for i < n, gelu the tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))):
-// the gate activation of gemma's FFN, in llama.cpp's CPU arithmetic (its GELU_FP16 table): 0 for x <= -10,
-// x for x >= 10, else the f16 rounding of gelu(f16 rounding of x). One table lookup per element on every
-// ISA (the same bits everywhere).
+// the gate activation of gemma's FFN, in llama.cpp's CPU arithmetic for f32 (its GELU_FP16 table, which
+// ggml's f32 GELU and GEGLU read): 0 for x <= -10, x for x >= 10, else the f16 rounding of gelu(f16 rounding
+// of x). The same bits on every ISA: ref converts and looks up per element; x86 converts 8 / 16 lanes by
+// F16C and gathers from the table; NEON converts 4 lanes by fcvtn and loads the 4 entries. Element-wise.
 void GeluMul(Isa isa, float* g, const float* u, int64_t n);
+// s[i] = tanh(s[i] * scale * (1 / cap)) * cap for i < n (cap > 0), in that float order; returns the largest
+// s[i] (after capping) or `init` if larger: gemma2's soft-capped attention scores with the softmax's running
+// maximum in one pass (scale the attention scale), and with scale 1 its final-logit soft-cap (Softcap).
+// ref uses std::tanh (glibc's tanhf, as llama.cpp: within 2 ulp of the true tanh). The SIMD paths (x86 8 / 16
+// lanes, NEON 4) compute tanh(|a|) = (1 - e) / (1 + e), e = exp(-2|a|) by the SiLU gate's double polynomial,
+// in double and round it to float: the correctly rounded tanh but for near-ties (kernels_parity_test: 0 of
+// 400k inputs over every exponent differ from tanh in double rounded; 2 ulp at most from std::tanh); a for
+// |a| < 2^-12 (where tanh(a) rounds to a), exactly +-1 from where tanh rounds to it (infinities included: exp
+// clamped, no overflow), NaN for NaN. Element-wise: no value depends on n or on where the range starts.
+float SoftcapMax(Isa isa, float* s, int64_t n, float scale, float cap, float init);
+// x[i] = tanh(x[i] * (1 / cap)) * cap for i < n: SoftcapMax with scale 1 (the final logits).
+void Softcap(Isa isa, float* x, int64_t n, float cap);
 // out[i] = x[i] * scale * w[i], scale = 1 / sqrt(mean(x^2) + eps): RMSNorm of one row of n. The sum of
 // squares is 8 partial sums in double (element i into sum i % 8, each in order), added as
 // ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)); every path gives these bits (the squares of floats are exact in
@@ -158,6 +171,9 @@ void RmsNorm(Isa isa, const float* x, const float* w, int64_t n, float eps, floa
 std::string RmsNormName(Isa isa);
 // How SiluMul runs on isa, for the profiler's kernel column: "silu*mul avx2 (exp in double)" or "silu*mul scalar".
 std::string SiluMulName(Isa isa);
+// How GeluMul and SoftcapMax run on isa, for the profiler's kernel column.
+std::string GeluMulName(Isa isa);
+std::string SoftcapName(Isa isa);
 
 // ---- weights repacked at load by 8 rows (q4_0: pairs of 8): q4_0, q8_0, q4_K, q6_K --------------------
 // The file keeps llama.cpp's layout; the repacked copy is internal to the x86 SIMD kernels (AVX2 and up,

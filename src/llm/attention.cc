@@ -31,9 +31,7 @@ namespace {
 // llama.cpp's scale, tanh, scale), and their maximum with mx (kernels::ScaleMax).
 float ScaleCapMax(kernels::Isa isa, float* s, int n, float scale, float cap, float mx) {
   if (cap <= 0) return kernels::ScaleMax(isa, s, n, scale, mx);
-  const float inv = 1.0f / cap;
-  for (int i = 0; i < n; ++i) s[i] = std::tanh(s[i] * scale * inv) * cap;
-  return kernels::ScaleMax(isa, s, n, 1.0f, mx);
+  return kernels::SoftcapMax(isa, s, n, scale, cap, mx);
 }
 
 }  // namespace

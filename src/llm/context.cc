@@ -560,10 +560,8 @@ void Context::Forward(const int32_t* tokens, int m, std::span<const int> out_row
   t0 = ProfBegin(Op::kOutput);
   MatMuls({{&out, logits_.data()}}, rows);
   ProfEnd(Op::kOutput, t0, [&] { return matmul_bytes(out, rows); });
-  if (c.final_logit_softcap > 0) {  // cap * tanh(logits / cap), as llama.cpp's scale, tanh, scale
-    const float cap = c.final_logit_softcap, inv = 1.0f / cap;
-    for (size_t j = 0; j < static_cast<size_t>(rows) * n_vocab_; ++j) logits_[j] = std::tanh(logits_[j] * inv) * cap;
-  }
+  if (c.final_logit_softcap > 0)  // cap * tanh(logits / cap), as llama.cpp's scale, tanh, scale
+    kernels::Softcap(params_.isa, logits_.data(), static_cast<int64_t>(rows) * n_vocab_, c.final_logit_softcap);
   if (prof_ != nullptr) prof_->EndPass();
 }
 
@@ -598,7 +596,7 @@ void Context::SetProfiler(Profiler* p) {
   p->SetKernel(Op::kWo, matmul(&LayerWeights::wo) + plus_residual);
   p->SetKernel(Op::kGate, matmul(&LayerWeights::w_gate));
   p->SetKernel(Op::kUp, matmul(&LayerWeights::w_up));
-  const std::string silu = c.gemma ? std::string("gelu*mul, f16 table (llama.cpp's)") : kernels::SiluMulName(isa);
+  const std::string silu = c.gemma ? kernels::GeluMulName(isa) : kernels::SiluMulName(isa);
   p->SetKernel(Op::kGateUpSilu, matmul(&LayerWeights::w_gate) + "; " + silu);
   p->SetKernel(Op::kSiluMul, silu);
   p->SetKernel(Op::kDown, matmul(&LayerWeights::w_down) + plus_residual);

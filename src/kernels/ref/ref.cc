@@ -172,6 +172,38 @@ void RefSiluMul(float* g, const float* u, int64_t n) {
   for (int64_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
+// gelu(h) rounded to f16 for every f16 bit pattern h, as floats (256 KiB, built on first use): llama.cpp's
+// ggml_table_gelu_f16, whose f32 GELU and GEGLU read it at the f16 rounding of x (its GGML_GELU_FP16 path).
+// The expression is ggml_gelu_f32's, in float with tanhf.
+const float* GeluTable() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t h = 0; h < 65536; ++h) {
+      const float x = quant::HalfToFloat(static_cast<uint16_t>(h));
+      const float y = 0.5f * x * (1.0f + std::tanh(0.79788456080286535587989211986876f * x * (1.0f + 0.044715f * x * x)));
+      t[h] = quant::HalfToFloat(quant::FloatToHalf(y));
+    }
+    return t;
+  }();
+  return table.data();
+}
+
+void RefGeluMul(float* g, const float* u, int64_t n) {
+  const float* t = GeluTable();
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = g[i];
+    const float y = x <= -10.0f ? 0.0f : x >= 10.0f ? x : t[quant::FloatToHalf(x)];
+    g[i] = y * u[i];
+  }
+}
+
+float RefSoftcapMax(float* s, int64_t n, float scale, float cap, float init) {
+  const float inv = 1.0f / cap;
+  float m = init;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, s[i] = std::tanh(s[i] * scale * inv) * cap);
+  return m;
+}
+
 void RefRmsNorm(const float* x, const float* w, int64_t n, float eps, float* out) {
   double part[8] = {};
   for (int64_t j = 0; j < n; ++j) part[j % 8] += static_cast<double>(x[j]) * x[j];
