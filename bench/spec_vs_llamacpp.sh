@@ -107,7 +107,8 @@ fi
 
 # 3. A draft model: the target at q8_0, its q4_0 copy drafting.
 if [[ -z $only || $only == draft ]]; then
-  if ! "$bin" run --help 2>&1 | grep -qE -- '--draft [A-Z]'; then
+  run_help=$("$bin" run --help 2>&1 || true)  # grep -q would end the pipe early (SIGPIPE under pipefail)
+  if ! grep -qE -- '--draft [A-Z]' <<<"$run_help"; then
     echo "| draft | - | this build has no run --draft | | | | | |"
   else
     for ty in q8_0 q4_0; do
