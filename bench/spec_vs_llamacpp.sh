@@ -119,7 +119,7 @@ if [[ -z $only || $only == draft ]]; then
     our_common=(-m "$target" -p "$prompt" -n "$tg" --temp 0 --ignore-eos)
     for t in $threads; do
       compare "draft q4_0 -> q8_0" "$t" --draft "$drafter" --draft-max "$draft" -- \
-        "$peer/llama-speculative-simple" -m "$target" -md "$drafter" -p "$prompt" -n "$tg" --temp 0 --ignore-eos \
+        "$peer/llama-speculative-simple" -m "$target" -md "$drafter" -p "$prompt" -n "$tg" --temp 0 --ignore-eos --spec-type draft-simple \
         --spec-draft-n-max "$draft" --spec-draft-n-min 0 --spec-draft-p-min 0 -c 2048
     done
   fi
