@@ -66,19 +66,24 @@ const watchdog = setTimeout(() => {
   process.exit(1);
 }, 240000);
 
-async function startServer() {
-  server = spawn(bin, ["serve", "-m", model, "--port", "0", "--parallel", "2", "-b", "16", "-t", "1", "-c", "4096",
-                       "--chat-template", templatePath, "--api-key", KEY], { stdio: ["ignore", "ignore", "pipe"] });
-  serverExit = new Promise((resolve) => server.on("exit", (code, sig) => resolve({ code, sig })));
+// The port a spawned `serve --port 0` listens on, from its "listening on" line; rejects if it exits first.
+function listeningPort(proc) {
   let log = "";
-  const port = await new Promise((resolve, reject) => {
-    server.stderr.on("data", (d) => {
+  return new Promise((resolve, reject) => {
+    proc.stderr.on("data", (d) => {
       log += d.toString();
       const m = log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
       if (m) resolve(Number(m[1]));
     });
-    server.on("exit", () => reject(new Error("the server exited: " + log)));
+    proc.on("exit", () => reject(new Error("the server exited: " + log)));
   });
+}
+
+async function startServer() {
+  server = spawn(bin, ["serve", "-m", model, "--port", "0", "--parallel", "2", "-b", "16", "-t", "1", "-c", "4096",
+                       "--chat-template", templatePath, "--api-key", KEY], { stdio: ["ignore", "ignore", "pipe"] });
+  serverExit = new Promise((resolve) => server.on("exit", (code, sig) => resolve({ code, sig })));
+  const port = await listeningPort(server);
   server.stderr.on("data", (d) => process.stderr.write(d));
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
@@ -353,15 +358,7 @@ async function testBatched(prompts, lengths, refs) {
   const p = spawn(bin, ["serve", "-m", model, "--port", "0", "--parallel", "4", "-b", "16", "-t", "1", "-c", "1024"],
                   { stdio: ["ignore", "ignore", "pipe"] });
   try {
-    let log = "";
-    const port = await new Promise((resolve, reject) => {
-      p.stderr.on("data", (d) => {
-        log += d.toString();
-        const m = log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
-        if (m) resolve(Number(m[1]));
-      });
-      p.on("exit", () => reject(new Error("the server exited: " + log)));
-    });
+    const port = await listeningPort(p);
     const base = `http://127.0.0.1:${port}`;
     for (let i = 0; i < 300 && (await fetch(base + "/health").catch(() => ({ status: 0 }))).status !== 200; i++)
       await new Promise((r) => setTimeout(r, 100));
@@ -472,15 +469,7 @@ async function testLoading() {
   execFileSync(bin, ["synth", "--preset", "smollm2-135m", "-o", big], { stdio: "ignore" });
   const p = spawn(bin, ["serve", "-m", big, "--port", "0", "-c", "256", "-t", "1"], { stdio: ["ignore", "ignore", "pipe"] });
   try {
-    let log = "";
-    const port = await new Promise((resolve, reject) => {
-      p.stderr.on("data", (d) => {
-        log += d.toString();
-        const m = log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
-        if (m) resolve(Number(m[1]));
-      });
-      p.on("exit", () => reject(new Error("the server exited: " + log)));
-    });
+    const port = await listeningPort(p);
     const base = `http://127.0.0.1:${port}`;
     const h = await fetch(base + "/health");
     const c = await raw(base, "/v1/completions", { prompt: "x" }, { key: null });
