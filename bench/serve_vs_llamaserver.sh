@@ -59,8 +59,10 @@ model="$cache/$preset.$type.gguf"
 [[ -f "$model" ]] || "$bin" synth --preset "$preset" --type "$type" -o "$model" >&2
 
 # 3. Alternating runs. Every server: 4 slots of --ctx tokens each, --threads threads.
-bench_args=(--streams 4 --tg "$tg" --ttft-prompt 256 --ttft-samples 5 --history 2000 --fresh 50)
-((quick)) && bench_args=(--streams 4 --tg 32 --ttft-prompt 256 --ttft-samples 2 --history 2000 --fresh 50)
+# History: about 1,800 tokens, so that it, the next turn and its answer fit in 2,048 positions (llama-server
+# caps a slot's context at the model's trained context, 2,048 for the TinyLlama shape).
+bench_args=(--streams 4 --tg "$tg" --ttft-prompt 256 --ttft-samples 5 --history 1800 --fresh 50)
+((quick)) && bench_args=(--streams 4 --tg 32 --ttft-prompt 256 --ttft-samples 2 --history 1800 --fresh 50)
 free_port() { "$node" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 server_argv() {  # NAME PORT: sets cmd to one server's command line
   if [[ $1 == edgedecode ]]; then
