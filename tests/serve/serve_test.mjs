@@ -328,21 +328,23 @@ async function testTokenize(base) {
   eq([bad.status, bad.json?.error?.param], [400, "tokens"], "/detokenize bad id: 400 param tokens");
 }
 
+// A greedy completion of n tokens (ignore_eos), streamed: its text, and when its first and last chunks came.
+async function timedStream(client, prompt, n) {
+  const s = await client.completions.create({ model: "m", prompt, temperature: 0, max_tokens: n, ignore_eos: true, stream: true });
+  let text = "", t0 = 0, t1 = 0;
+  for await (const c of s) {
+    t0 ||= performance.now();
+    t1 = performance.now();
+    text += c.choices[0]?.text ?? "";
+  }
+  return { text, t0, t1 };
+}
+
 // Two long streams at once (ignore_eos, N2 tokens each; one prompt long enough for several prefill
 // chunks of -b 16) meant to overlap in time: each equals its own solo answer, so the slots share no state.
 const N2 = 300;
 async function testConcurrent(client, refA, refB, promptB) {
-  const go = async (prompt) => {
-    const s = await client.completions.create({ model: "m", prompt, temperature: 0, max_tokens: N2, ignore_eos: true, stream: true });
-    let text = "", t0 = 0, t1 = 0;
-    for await (const c of s) {
-      t0 ||= performance.now();
-      t1 = performance.now();
-      text += c.choices[0]?.text ?? "";
-    }
-    return { text, t0, t1 };
-  };
-  const [a, b] = await Promise.all([go("Lily and Tom"), go(promptB)]);
+  const [a, b] = await Promise.all([timedStream(client, "Lily and Tom", N2), timedStream(client, promptB, N2)]);
   // Whether they overlapped is up to the machine (a tiny model can finish a stream before the other
   // request arrives on a loaded box): said, not asserted; the texts are the check.
   console.log(`note: concurrent streams ${a.t0 < b.t1 && b.t0 < a.t1 ? "overlapped" : "did not overlap"} in time`);
@@ -363,17 +365,7 @@ async function testBatched(prompts, lengths, refs) {
     for (let i = 0; i < 300 && (await fetch(base + "/health").catch(() => ({ status: 0 }))).status !== 200; i++)
       await new Promise((r) => setTimeout(r, 100));
     const client = new OpenAI({ baseURL: base + "/v1", apiKey: "unused", maxRetries: 0 });
-    const go = async (prompt, n) => {
-      const s = await client.completions.create({ model: "m", prompt, temperature: 0, max_tokens: n, ignore_eos: true, stream: true });
-      let text = "", t0 = 0, t1 = 0;
-      for await (const c of s) {
-        t0 ||= performance.now();
-        t1 = performance.now();
-        text += c.choices[0]?.text ?? "";
-      }
-      return { text, t0, t1 };
-    };
-    const got = await Promise.all(prompts.map((q, i) => go(q, lengths[i])));
+    const got = await Promise.all(prompts.map((q, i) => timedStream(client, q, lengths[i])));
     const overlap = got.every((a) => got.every((b) => a.t0 < b.t1 && b.t0 < a.t1));
     console.log(`note: the four batched streams ${overlap ? "overlapped" : "did not all overlap"} in time (said, not asserted)`);
     for (const [i, g] of got.entries()) eq(g.text, refs[i].text, `batched: stream ${i} equals its solo answer`);
