@@ -129,8 +129,7 @@ int Context::min_truncate() const {
   return ring_floor_ > 0 ? ring_floor_ + c.n_swa - 1 : 0;
 }
 
-Status Context::Eval(const int32_t* tokens, int n, bool all_logits) {
-  if (n <= 0) return InvalidArgument("nothing to evaluate");
+Status Context::CheckTokens(const int32_t* tokens, int n) const {
   if (n_past_ + n > n_ctx_)
     return ResourceExhausted("context full: " + std::to_string(n_past_) + " + " + std::to_string(n) +
                              " tokens do not fit in a context of " + std::to_string(n_ctx_));
@@ -139,6 +138,12 @@ Status Context::Eval(const int32_t* tokens, int n, bool all_logits) {
       return InvalidArgument("token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." +
                              std::to_string(n_vocab_ - 1) + ")");
   }
+  return Status::Ok();
+}
+
+Status Context::Eval(const int32_t* tokens, int n, bool all_logits) {
+  if (n <= 0) return InvalidArgument("nothing to evaluate");
+  ED_RETURN_IF_ERROR(CheckTokens(tokens, n));
   const int p_start = n_past_;
   if (all_logits && n > params_.n_batch) {
     // Keep every row: evaluate chunk by chunk and gather.

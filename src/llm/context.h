@@ -131,6 +131,8 @@ class Context {
   void AdvanceRingFloor();
   // Whether another context can share this one's passes (EvalMulti), else why not.
   Status CheckSharesPasses(const Context& o) const;
+  // Whether n tokens fit after n_past() and every id is in the vocabulary (Eval's and EvalMulti's check).
+  Status CheckTokens(const int32_t* tokens, int n) const;
   // Corrupt when a logits row of the last Eval (which started at position p_start) holds a NaN or Inf, naming
   // the position and the weight that caused it; the Eval's positions are then dropped.
   Status CheckLogits(int p_start);

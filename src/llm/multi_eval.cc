@@ -34,14 +34,7 @@ Status Context::EvalMulti(std::span<const SeqTokens> seqs) {
     if (q.n < 1 || q.n > q.ctx->n_batch())
       return InvalidArgument(where + std::to_string(q.n) + " tokens (1 to its batch size " + std::to_string(q.ctx->n_batch()) +
                              " per pass)");
-    if (q.ctx->n_past_ + q.n > q.ctx->n_ctx_)
-      return ResourceExhausted(where + "context full: " + std::to_string(q.ctx->n_past_) + " + " + std::to_string(q.n) +
-                               " tokens do not fit in a context of " + std::to_string(q.ctx->n_ctx_));
-    for (int i = 0; i < q.n; ++i) {
-      if (q.tokens[i] < 0 || q.tokens[i] >= lead.n_vocab_)
-        return InvalidArgument(where + "token id " + std::to_string(q.tokens[i]) + " is outside the vocabulary (0.." +
-                               std::to_string(lead.n_vocab_ - 1) + ")");
-    }
+    if (Status st = q.ctx->CheckTokens(q.tokens, q.n); !st.ok()) return Status(st.code(), where + st.message());
     total += static_cast<size_t>(q.n);
   }
 
