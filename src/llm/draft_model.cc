@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/utf8.h"
+
 namespace edgedecode::llm {
 namespace {
 
@@ -13,20 +15,8 @@ bool IsSpecialType(const std::vector<int64_t>& types, size_t id) {
   return types[id] == 3 || types[id] == 4 || types[id] == 5;
 }
 
-std::string Quoted(const std::string& s) {
-  std::string q = "'";
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) {
-      static const char* kHex = "0123456789abcdef";
-      q += "\\x";
-      q += kHex[c >> 4];
-      q += kHex[c & 15];
-    } else {
-      q += static_cast<char>(c);
-    }
-  }
-  return q + "'";
-}
+// A token's text in an error message: quoted, with control characters and invalid bytes as \xNN.
+std::string Quoted(const std::string& s) { return "'" + EscapeForTerminal(s) + "'"; }
 
 }  // namespace
 
