@@ -16,6 +16,9 @@
 //                   whose previous turn (prompt and answer) the server has just generated, so its prefix
 //                   can come from the slot's KV cache
 //   fresh_ms        time to first token of a fresh --fresh-token prompt
+//   fresh_same_ms   time to first token of a fresh prompt of as many tokens as the follow-up did not take
+//                   from the cache (followup_new_tokens)
+//   retries         phases run again because the server reported an error inside a stream
 // The transcript is sent as plain text to /v1/completions (the same bytes to both servers; no chat
 // template is involved). Greedy decoding, ignore_eos, so every stream generates exactly its tokens.
 import fs from "node:fs";
@@ -71,7 +74,7 @@ async function promptOf(n, head) {
 async function stream(prompt, maxTokens, signal, onFirst = () => {}) {
   const t0 = performance.now();
   const times = [];
-  let usage = null, timings = null, text = "";
+  let usage = null, timings = null, text = "", error = null;
   try {
     const res = await fetch(URL_ + "/v1/completions", {
       method: "POST", headers: { "Content-Type": "application/json" }, signal,
@@ -90,6 +93,7 @@ async function stream(prompt, maxTokens, signal, onFirst = () => {}) {
         buf = buf.slice(i + 2);
         if (!ev.startsWith("data: ") || ev === "data: [DONE]") continue;
         const j = JSON.parse(ev.slice(6));
+        if (j.error) error = j.error.message ?? JSON.stringify(j.error);  // llama-server reports some failures in the stream
         if (j.usage) usage = j.usage;
         if (j.timings) timings = j.timings;  // llama-server: prompt_n tokens prefilled, cache_n reused
         if (j.choices?.[0]?.text) {
@@ -103,6 +107,7 @@ async function stream(prompt, maxTokens, signal, onFirst = () => {}) {
     if (!signal?.aborted) throw e;
   }
   onFirst();  // an empty or failed stream must not hold up its waiter
+  if (error !== null) throw new Error(`server error in the stream: ${error}`);
   return { t0, times, text, ttft: times.length ? times[0] - t0 : NaN, usage, timings };
 }
 
@@ -130,11 +135,12 @@ async function aggregateTps(streams, tg) {
 async function ttftBusy(streams, promptTokens, samples) {
   const ac = new AbortController();
   const bg = [], started = [];
+  let bgError = null;  // a background stream that failed: the phase is run again (retry)
   for (let i = 0; i < streams - 1; i++) {
     const p = await promptOf(16, `Background ${i}.`);
     let mark;
     started.push(new Promise((r) => (mark = r)));
-    bg.push(stream(p, 100000, ac.signal, mark));
+    bg.push(stream(p, 100000, ac.signal, mark).catch((e) => (bgError = e)));
   }
   await Promise.all(started);  // every background stream decodes (its prefill is over)
   const ttfts = [];
@@ -145,6 +151,7 @@ async function ttftBusy(streams, promptTokens, samples) {
   }
   ac.abort();
   await Promise.all(bg);
+  if (bgError) throw bgError;
   return { p50: median(ttfts), samples: ttfts };
 }
 
@@ -162,8 +169,15 @@ async function followup(history, fresh) {
   // Prompt tokens the follow-up took from the cache: llama-server's timings.cache_n, or edgedecode's counter.
   const reused = f.timings?.cache_n ?? (await edgedecodeReused()) - reusedBefore;
   const fr = await stream(await promptOf(fresh, "Fresh."), 2);
+  // The follow-up's new tokens (those not from the cache) also as a fresh prompt: what the history itself
+  // costs on top of the same prefill work. Random-weight answers do not retokenize to the tokens generated
+  // (a trained model's mostly do), so the new tokens exceed the new turn's own.
+  const newTokens = (f.usage?.prompt_tokens ?? NaN) - reused;
+  const same = Number.isFinite(newTokens) && newTokens > 0 ? await stream(await promptOf(newTokens, "Same."), 2) : null;
   return { history_tokens: first.usage?.prompt_tokens, first_ms: first.ttft, followup_ms: f.ttft,
-           followup_prompt_tokens: f.usage?.prompt_tokens, followup_reused_tokens: reused, fresh_ms: fr.ttft, fresh_prompt_tokens: fr.usage?.prompt_tokens };
+           followup_prompt_tokens: f.usage?.prompt_tokens, followup_reused_tokens: reused, followup_new_tokens: newTokens,
+           fresh_ms: fr.ttft, fresh_prompt_tokens: fr.usage?.prompt_tokens, fresh_same_ms: same?.ttft ?? NaN,
+           fresh_same_prompt_tokens: same?.usage?.prompt_tokens };
 }
 
 async function edgedecodeReused() {
@@ -174,13 +188,15 @@ async function edgedecodeReused() {
 function summarize(file) {
   const rows = fs.readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
   const servers = [...new Set(rows.map((r) => r.server))];
-  const keys = ["single_tps", "aggregate_tps", "ttft_busy_ms", "followup_ms", "followup_reused_tokens", "fresh_ms"];
+  const keys = ["single_tps", "aggregate_tps", "ttft_busy_ms", "followup_ms", "followup_reused_tokens", "followup_new_tokens",
+                "fresh_ms", "fresh_same_ms", "fresh_same_prompt_tokens", "retries"];
   const med = {};
   for (const s of servers) {
     med[s] = {};
     for (const k of keys) med[s][k] = median(rows.filter((r) => r.server === s).map((r) => r[k]));
     med[s].agg_over_single = med[s].aggregate_tps / med[s].single_tps;
     med[s].followup_over_fresh = med[s].followup_ms / med[s].fresh_ms;
+    med[s].followup_over_same = med[s].followup_ms / med[s].fresh_same_ms;
   }
   const [a, b] = servers;  // edgedecode, llama-server
   const reps = rows.filter((r) => r.server === a).length;
@@ -197,18 +213,39 @@ function summarize(file) {
   line(`  of its ${rows[0].followup_prompt_tokens} prompt tokens, taken from the cache`, "followup_reused_tokens", 0);
   line(`TTFT of a fresh ${rows[0].fresh_prompt_tokens}-token prompt (ms)`, "fresh_ms", 0);
   line("follow-up / fresh", "followup_over_fresh", 2);
+  line("  its new tokens (not from the cache)", "followup_new_tokens", 0);
+  line("  TTFT of a fresh prompt of as many tokens (ms)", "fresh_same_ms", 0);
+  line("  follow-up / that fresh prompt", "followup_over_same", 2);
+  line("phases run again after a server's stream error", "retries", 0);
+}
+
+// A phase again, with new random words, when a server reported an error in one of its streams (llama-server
+// fails some streams of random-weight output: "does not match the expected Content-only format"); the
+// retries are counted in the result.
+let retries = 0;
+async function retry(phase) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await phase();
+    } catch (e) {
+      if (attempt === 3 || !/server error in the stream/.test(e.message)) throw e;
+      console.error(`serve_bench: ${e.message}; phase run again`);
+      retries++;
+    }
+  }
 }
 
 // --only a,b: some of single, aggregate, ttft, followup (all by default).
 const only = new Set((args.only ?? "single,aggregate,ttft,followup").split(","));
 const out = { streams: num("streams"), tg: num("tg") };
-if (only.has("single")) out.single_tps = await singleTps(num("tg"));
-if (only.has("aggregate")) out.aggregate_tps = await aggregateTps(num("streams"), num("tg"));
+if (only.has("single")) out.single_tps = await retry(() => singleTps(num("tg")));
+if (only.has("aggregate")) out.aggregate_tps = await retry(() => aggregateTps(num("streams"), num("tg")));
 if (only.has("ttft")) {
-  const busy = await ttftBusy(num("streams"), num("ttft-prompt"), num("ttft-samples"));
+  const busy = await retry(() => ttftBusy(num("streams"), num("ttft-prompt"), num("ttft-samples")));
   out.ttft_busy_ms = busy.p50;
   out.ttft_busy_samples_ms = busy.samples.map((x) => Math.round(x));
   out.ttft_prompt_tokens = num("ttft-prompt");
 }
-if (only.has("followup")) Object.assign(out, await followup(num("history"), num("fresh")));
+if (only.has("followup")) Object.assign(out, await retry(() => followup(num("history"), num("fresh"))));
+out.retries = retries;
 console.log(JSON.stringify(out));
