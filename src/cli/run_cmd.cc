@@ -102,7 +102,7 @@ int RunMain(int argc, char** argv) {
       ->check(CLI::Range(1, 16))
       ->capture_default_str();
   app.add_flag("--lookup-fixed", lookup_fixed,
-               "with --lookup, --draft, --draft-quant or --draft-replay: draft whenever a draft is found (default: pause drafting while few drafts are accepted)");
+               "with --lookup, --draft, --draft-quant, --self-spec or --draft-replay: draft whenever a draft is found (default: pause drafting while few drafts are accepted)");
   std::string replay_file;
   double replay_accept = 1.0;
   int draft_max = 8;
@@ -207,7 +207,8 @@ int RunMain(int argc, char** argv) {
     lookup.drafter = std::move(*replay);
     lookup.n_draft = draft_max;
   }
-  // A draft model, after the n-gram lookup when --lookup is given too: the first drafter that proposes wins.
+  // A draft model or the self-speculative drafter, after the n-gram lookup when --lookup is given too: the first
+  // drafter that proposes wins.
   const int lookup_n = lookup.n_draft;
   if (drafter || self_drafter) {
     llm::Drafter d = drafter ? llm::Drafter(std::ref(*drafter)) : llm::Drafter(std::ref(*self_drafter));

@@ -11,8 +11,9 @@ CLI::Option* SelfSpecOptions::Add(CLI::App& app) {
       "self-speculative decoding: the model drafts with some of its layers skipped (same weights, same KV cache) and "
       "verifies with all of them; the output is the same as without it. LAYERS: the layers to skip, counted from 0, "
       "as a comma list of numbers and inclusive ranges (e.g. 4-7,10; not every layer); auto: the set saved beside "
-      "the model in MODEL.self-spec.json, else one searched on the prompt (64 tokens or more) or a built-in text and "
-      "saved there");
+      "the model file (m.gguf: m.gguf.self-spec.json), else one searched on the prompt (64 tokens or more) or a "
+      "built-in text and saved there (a saved file of another model is an error)")
+      ->type_name("LAYERS|auto");
 }
 
 Status SelfSpecOptions::Resolve(llm::Context& ctx, const std::vector<int32_t>& prompt, const tok::Tokenizer& tk) {
@@ -51,6 +52,9 @@ Status SelfSpecOptions::Resolve(llm::Context& ctx, const std::vector<int32_t>& p
                choice_.calibration_tokens, from_prompt ? "prompt's" : "built-in", search_s_,
                llm::FormatSkipLayers(choice_.skip).c_str(), n_layers, 100 * choice_.acceptance, choice_.expected_speedup,
                choice_.draft_len);
+  if (choice_.expected_speedup < 1)
+    std::fprintf(stderr, "self-spec: no skip set is expected to pay on this model here; adaptive drafting pauses "
+                         "while drafts lose\n");
   if (Status st = llm::WriteSelfSpecFile(file_, choice_, id, n_layers); !st.ok()) {
     std::fprintf(stderr, "self-spec: the choice is not saved (%s); the next run searches again\n", st.message().c_str());
   } else {
