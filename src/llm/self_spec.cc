@@ -108,13 +108,16 @@ std::vector<int32_t> SelfSpecDrafter::operator()(const std::vector<int32_t>& his
   // within a batch so that Truncate can roll sliding-window rings back.
   n_draft = std::min(n_draft, ctx_.n_batch() - 1);
   const int base = ctx_.n_past();
-  if (n_draft <= 0 || history.empty() || base + n_draft > ctx_.n_ctx()) return draft;
+  if (broken_ || n_draft <= 0 || history.empty() || base + n_draft > ctx_.n_ctx()) return draft;
   const auto t0 = Clock::now();
   ++stats_.calls;
   ctx_.SetSkipLayers(flags_);
   int32_t t = history.back();
   for (int i = 0; i < n_draft; ++i) {
-    if (!ctx_.Eval(&t, 1, false).ok()) break;  // a draft is only a proposal: keep what came before
+    if (!ctx_.Eval(&t, 1, false).ok()) {  // a draft is only a proposal: keep what came before
+      broken_ = true;
+      break;
+    }
     ++stats_.evals;
     t = Argmax(ctx_.logits(0), ctx_.n_vocab());
     draft.push_back(t);
@@ -251,9 +254,9 @@ Result<SelfSpecChoice> Search(Context& ctx, const std::vector<int32_t>& toks, co
       Result<std::vector<int32_t>> top = TopTokens(ctx, toks);
       ctx.SetSkipLayers({});
       skip[static_cast<size_t>(l)] = false;
-      if (!top.ok()) return top.status();
+      // A set whose logits overflow (NaN or Inf: Corrupt) agrees nowhere; the full model's were finite.
       size_t agree = 0;
-      for (size_t i = 0; i < full.size(); ++i) agree += (*top)[i] == full[i];
+      for (size_t i = 0; top.ok() && i < full.size(); ++i) agree += (*top)[i] == full[i];
       const double a = static_cast<double>(agree) / static_cast<double>(full.size());
       if (a > pick_a) pick = l, pick_a = a;
     }

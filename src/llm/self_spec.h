@@ -48,13 +48,16 @@ class SelfSpecDrafter {
 
   // Up to n_draft tokens the kept layers predict greedily after `history` (whose last token is the one the
   // cache has not seen yet: ctx holds the positions before it). The cache is as it was on return. Empty
-  // when the context has no room or a draft pass fails (the target then decodes plainly).
+  // when the context has no room (the target then decodes plainly). After a draft pass fails (logits that
+  // overflow without the skipped layers: Context::Eval's Corrupt, which scans the weights) it proposes
+  // nothing more, so that the failure is paid once.
   std::vector<int32_t> operator()(const std::vector<int32_t>& history, int n_draft);
   const SelfSpecStats& stats() const { return stats_; }
 
  private:
   Context& ctx_;
   std::vector<bool> flags_;  // Context::SetSkipLayers' form of the skip set
+  bool broken_ = false;      // a draft pass failed: no more drafts
   SelfSpecStats stats_;
 };
 
@@ -95,7 +98,7 @@ double SelfSpecSpeedup(double a, int k, double c, double b);
 // Greedy search by teacher forcing over `calib` (at most params.max_tokens of it): starting from no layer
 // skipped, each step adds the layer whose skipping keeps the top-1 agreement with the full model highest;
 // each set is scored by SelfSpecSpeedup at its best draft length; the best-scoring set wins (it stops two
-// steps after the score last improved). Uses ctx (Reset before and after; no skip set left). At least two
+// steps after the score last improved). A set whose logits overflow counts as agreeing nowhere. Uses ctx (Reset before and after; no skip set left). At least two
 // calibration tokens are needed; a model of one layer has nothing to skip (InvalidArgument).
 Result<SelfSpecChoice> SearchSkipSet(Context& ctx, const std::vector<int32_t>& calib, const SelfSpecSearchParams& params);
 
