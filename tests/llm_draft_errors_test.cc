@@ -111,7 +111,20 @@ TEST(SelfSpecErrors, BadLayersAreUsageErrors) {
     EXPECT_NE(r.err.find("--self-spec " + layers), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(why), std::string::npos) << layers << ": " << r.err;
   }
-  CommandResult r = RunEdgedecode(run + "1 --draft-quant q8_0");
+  // A model of one layer has nothing to skip, by hand or by the search.
+  const std::string cfg = ::testing::TempDir() + "/self_spec_one_layer.json";
+  std::ofstream(cfg) << R"({"dim": 32, "n_layers": 1, "n_heads": 2, "n_kv_heads": 2, "ffn": 64, "vocab": 300, "context": 128})";
+  const std::string one = ::testing::TempDir() + "/self_spec_one_layer.gguf";
+  CommandResult r = RunEdgedecode("synth --config " + cfg + " --type f32 -o " + one + " --no-progress");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = RunEdgedecode("run -m " + one + " -p 'Once' -n 4 --self-spec 0");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("every layer (1) is skipped"), std::string::npos) << r.err;
+  r = RunEdgedecode("run -m " + one + " -p 'Once' -n 4 --self-spec auto");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--self-spec auto: the model has one layer"), std::string::npos) << r.err;
+
+  r = RunEdgedecode(run + "1 --draft-quant q8_0");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   r = RunEdgedecode(run + "1 --draft " + kF32);
   EXPECT_EQ(r.exit_code, 2) << r.err;
