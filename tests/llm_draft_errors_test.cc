@@ -1,12 +1,15 @@
-// Bad drafts for speculative decoding (`run --draft`, `--draft-quant`): a draft of another vocabulary (the
-// first differing token id and its pieces named), a draft larger than the target, an unknown --draft-quant
-// type, a missing draft file; each refused with a clear error and the exit code of docs/cli.md.
+// Bad drafts for speculative decoding (`run --draft`, `--draft-quant`, `--self-spec`): a draft of another
+// vocabulary (the first differing token id and its pieces named), a draft larger than the target, an unknown
+// --draft-quant type, a missing draft file, a bad skip set, a saved skip set of another model or not one at
+// all; each refused with a clear error and the exit code of docs/cli.md.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "cli_util.h"
 #include "llm/draft_model.h"
+#include "llm/self_spec.h"
 
 namespace edgedecode::test {
 namespace {
@@ -90,6 +93,104 @@ TEST(DraftErrors, BadDraftsAreRefusedWithTheirExitCode) {
   r = RunEdgedecode(run + "-m " + kF32 + " --draft-max 4");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--draft-max needs"), std::string::npos) << r.err;
+}
+
+// --self-spec LAYERS that is not a skip set of this model (5 layers): exit 2 naming the problem; with a draft
+// model: exit 2.
+TEST(SelfSpecErrors, BadLayersAreUsageErrors) {
+  const std::string run = "run -m " + kF32 + " -p 'Once' --temp 0 -n 4 --self-spec ";
+  for (const auto& [layers, why] : std::vector<std::pair<std::string, std::string>>{
+           {"5", "layer 5 is out of range: the model has 5 layers (0..4)"},
+           {"2,7-9", "layer 9 is out of range"},
+           {"1,0-2", "layer 1 is given twice"},
+           {"0-4", "every layer (5) is skipped"},
+           {"4-2", "the range '4-2' runs backwards"},
+           {"two", "'two' in 'two' is not a layer number or a range of them"}}) {
+    CommandResult r = RunEdgedecode(run + "'" + layers + "'");
+    EXPECT_EQ(r.exit_code, 2) << layers << "\n" << r.err;
+    EXPECT_NE(r.err.find("--self-spec " + layers), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(why), std::string::npos) << layers << ": " << r.err;
+  }
+  // A model of one layer has nothing to skip, by hand or by the search.
+  const std::string cfg = ::testing::TempDir() + "/self_spec_one_layer.json";
+  std::ofstream(cfg) << R"({"dim": 32, "n_layers": 1, "n_heads": 2, "n_kv_heads": 2, "ffn": 64, "vocab": 300, "context": 128})";
+  const std::string one = ::testing::TempDir() + "/self_spec_one_layer.gguf";
+  CommandResult r = RunEdgedecode("synth --config " + cfg + " --type f32 -o " + one + " --no-progress");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = RunEdgedecode("run -m " + one + " -p 'Once' -n 4 --self-spec 0");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("every layer (1) is skipped"), std::string::npos) << r.err;
+  r = RunEdgedecode("run -m " + one + " -p 'Once' -n 4 --self-spec auto");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--self-spec auto: the model has one layer"), std::string::npos) << r.err;
+
+  r = RunEdgedecode(run + "1 --draft-quant q8_0");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  r = RunEdgedecode(run + "1 --draft " + kF32);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
+// --self-spec auto beside a file that is not a saved skip set of this model: exit 3 naming the file and what
+// is wrong (for another model: both identities), never a silent use; the file is left as it was.
+TEST(SelfSpecErrors, BadSavedFilesAreInputErrors) {
+  const std::string dir = ::testing::TempDir() + "/self_spec_errors";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string model = dir + "/m.gguf";
+  std::filesystem::copy_file(kF32, model);
+  const std::string saved = model + ".self-spec.json";
+  const std::string run = "run -m " + model + " -p 'Once' --temp 0 -n 4 --self-spec auto";
+  // A good file first: the search's own.
+  CommandResult r = RunEdgedecode(run);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string good = ReadFile(saved);
+  ASSERT_NE(good.find("\"header_hash\""), std::string::npos) << good;
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = good;
+    const size_t at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) t.replace(at, from.size(), to);
+    return t;
+  };
+  const size_t h = good.find("\"header_hash\": \"") + 16;
+  const std::string hash = good.substr(h, 16);
+  const std::string other_hash = std::string(hash.rbegin(), hash.rend()) == hash ? "0123456789abcdef" : std::string(hash.rbegin(), hash.rend());
+  const size_t sk = good.find("\"skip\": [");
+  const std::string skip_field = good.substr(sk, good.find(']', sk) + 1 - sk);
+  for (const auto& [text, why] : std::vector<std::pair<std::string, std::string>>{
+           {with(hash, other_hash), "was saved for another model: header hash " + other_hash},
+           {with("\"file_size\": ", "\"file_size\": 1"), "was saved for another model"},
+           {good.substr(0, good.size() / 2), "not valid JSON"},
+           {"[1, 2]", "not a saved self-speculative skip set"},
+           {with("\"version\": 1", "\"version\": 7"), "unknown \"version\""},
+           {with(skip_field, "\"skip\": [9]"), "skip[0] is not a layer of this model (0..4)"},
+           {with(skip_field, "\"skip\": [0, 1, 2, 3, 4]"), "every layer (5) is skipped"},
+           {with(skip_field, "\"skip\": [1, 1]"), "layer 1 is given twice"},
+           {with(skip_field, "\"skip\": \"1\""), "\"skip\" must be an array"},
+           {with("\"acceptance\": ", "\"acceptance\": 2"), "\"acceptance\" must be a number"},
+           {std::string(100000, ' '), "more than a saved skip set can be"},
+           {std::string(5000, '[') , "nest"}}) {
+    { std::ofstream(saved, std::ios::binary | std::ios::trunc) << text; }
+    r = RunEdgedecode(run);
+    EXPECT_EQ(r.exit_code, 3) << why << "\n" << r.err;
+    EXPECT_NE(r.err.find(saved), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(why), std::string::npos) << why << ": " << r.err;
+    EXPECT_EQ(ReadFile(saved), text) << "the saved file was changed";
+  }
+  // A hash mismatch names both identities.
+  { std::ofstream(saved, std::ios::binary | std::ios::trunc) << with(hash, other_hash); }
+  r = RunEdgedecode(run);
+  EXPECT_NE(r.err.find("this model's header hash is " + hash), std::string::npos) << r.err;
+}
+
+// The file cannot be written (its directory is missing): the library says where and why.
+TEST(SelfSpecErrors, UnwritableFileIsAnIoError) {
+  llm::SelfSpecChoice c;
+  c.skip = {1};
+  const Status st = llm::WriteSelfSpecFile(::testing::TempDir() + "/no/such/dir/m.gguf.self-spec.json", c, {"0123456789abcdef", 1}, 5);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kIoError);
+  EXPECT_NE(st.message().find("no/such/dir/m.gguf.self-spec.json"), std::string::npos) << st.message();
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "cli/chat_prompt.h"
 #include "cli/commands.h"
 #include "cli/draft_options.h"
+#include "cli/self_spec_options.h"
 #include "cli/common.h"
 #include "cli/model_options.h"
 #include "cli/signals.h"
@@ -101,7 +102,7 @@ int RunMain(int argc, char** argv) {
       ->check(CLI::Range(1, 16))
       ->capture_default_str();
   app.add_flag("--lookup-fixed", lookup_fixed,
-               "with --lookup, --draft, --draft-quant or --draft-replay: draft whenever a draft is found (default: pause drafting while few drafts are accepted)");
+               "with --lookup, --draft, --draft-quant, --self-spec or --draft-replay: draft whenever a draft is found (default: pause drafting while few drafts are accepted)");
   std::string replay_file;
   double replay_accept = 1.0;
   int draft_max = 8;
@@ -114,20 +115,22 @@ int RunMain(int argc, char** argv) {
           ->excludes("--lookup")
           ->excludes("--draft")
           ->excludes("--draft-quant");
+  SelfSpecOptions self_spec;
+  self_spec.Add(app)->excludes("--draft")->excludes("--draft-quant")->excludes(replay_opt);
   app.add_option("--replay-accept", replay_accept, "with --draft-replay: the probability that a drafted token is right")
       ->check(CLI::Range(0.0, 1.0))
       ->needs(replay_opt)
       ->capture_default_str();
   CLI::Option* draft_max_opt =
-      app.add_option("--draft-max", draft_max, "with --draft, --draft-quant or --draft-replay: tokens drafted per verify pass")
+      app.add_option("--draft-max", draft_max, "with --draft, --draft-quant, --self-spec or --draft-replay: tokens drafted per verify pass")
           ->check(CLI::Range(1, 64))
           ->capture_default_str();
   json.Add(app, "one object at the end (text, token ids, seed, timings); on stdout the text is not streamed");
   if (auto rc = Parse(app, argc, argv)) return *rc;
   InterruptScope interrupt;  // from here on, a signal while loading still ends with the results (none yet)
   if (n_predict < 0) return Fail(cmd, InvalidArgument("-n must be >= 0"));
-  if (draft_max_opt->count() > 0 && replay_file.empty() && !draft.on())
-    return Fail(cmd, InvalidArgument("--draft-max needs --draft, --draft-quant or --draft-replay"));
+  if (draft_max_opt->count() > 0 && replay_file.empty() && !draft.on() && !self_spec.on())
+    return Fail(cmd, InvalidArgument("--draft-max needs --draft, --draft-quant, --self-spec or --draft-replay"));
   if (Status st = draft.Validate(); !st.ok()) return Fail(cmd, st);
   if (Status st = so.Finish(); !st.ok()) return Fail(cmd, st);
   if (Status st = po.Validate({mo.model, prompt_file}); !st.ok()) return Fail(cmd, st);
@@ -180,6 +183,15 @@ int RunMain(int argc, char** argv) {
     return Fail(cmd, InvalidArgument("the prompt has " + std::to_string(toks.size()) + " tokens, which does not fit in the context of " +
                                      std::to_string(ctx.n_ctx()) + " (use -c to enlarge it)"));
 
+  // Self-speculative decoding: the skip set (auto's search runs on this context, before the prompt).
+  std::unique_ptr<llm::SelfSpecDrafter> self_drafter;
+  if (self_spec.on()) {
+    const auto t0 = Clock::now();
+    if (Status st = self_spec.Resolve(ctx, toks, tk); !st.ok()) return Fail(cmd, st);
+    self_drafter = std::make_unique<llm::SelfSpecDrafter>(ctx, self_spec.skip());
+    loaded->load_s += Seconds(t0, Clock::now());
+  }
+
   std::unique_ptr<llm::Profiler> prof;
   if (po.on()) {
     prof = std::make_unique<llm::Profiler>(ctx.n_threads(), !po.trace.empty());
@@ -195,20 +207,23 @@ int RunMain(int argc, char** argv) {
     lookup.drafter = std::move(*replay);
     lookup.n_draft = draft_max;
   }
-  // A draft model, after the n-gram lookup when --lookup is given too: the first drafter that proposes wins.
+  // A draft model or the self-speculative drafter, after the n-gram lookup when --lookup is given too: the first
+  // drafter that proposes wins.
   const int lookup_n = lookup.n_draft;
-  if (drafter) {
-    llm::DraftModelDrafter* d = drafter.get();
+  if (drafter || self_drafter) {
+    llm::Drafter d = drafter ? llm::Drafter(std::ref(*drafter)) : llm::Drafter(std::ref(*self_drafter));
     const llm::LookupParams lp = lookup;
     lookup.drafter = [d, lp, lookup_n, draft_max](const std::vector<int32_t>& history, int k) {
       std::vector<int32_t> found;
       if (lookup_n > 0) found = llm::LookupDraft(history, std::min(k, lookup_n), lp.ngram_max, lp.ngram_min);
-      return found.empty() ? (*d)(history, std::min(k, draft_max)) : found;
+      return found.empty() ? d(history, std::min(k, draft_max)) : found;
     };
     lookup.costly_drafter = true;
     lookup.n_draft = std::max(lookup_n, draft_max);
   }
-  const char* spec_method = drafter ? (lookup_n > 0 ? "lookup+draft" : "draft") : replay_file.empty() ? "lookup" : "replay";
+  const std::string model_method = drafter ? "draft" : "self-spec";
+  const std::string spec_method = drafter || self_drafter ? (lookup_n > 0 ? "lookup+" : "") + model_method
+                                  : replay_file.empty() ? "lookup" : "replay";
   std::unique_ptr<llm::LookupDecoder> spec;
   if (lookup.n_draft > 0) spec = std::make_unique<llm::LookupDecoder>(ctx, sampler, lookup, toks);
   // Positions of the accepted tokens in the cache (with --lookup the cache may hold rows being verified).
@@ -316,9 +331,10 @@ int RunMain(int argc, char** argv) {
                                                           std::to_string(lookup.ngram_max) + "..1" + (lookup.adaptive ? ", adaptive)" : ")")
                                                     : "replay " + std::to_string(lookup.n_draft) + " (accept " + std::to_string(replay_accept).substr(0, 4) +
                                                           (lookup.adaptive ? ", adaptive)" : ")");
-    if (drafter)
-      drafter_text = (lookup_n > 0 ? "lookup " + std::to_string(lookup_n) + " then " : std::string()) + "draft " +
-                     std::to_string(draft_max) + " (" + draft.Describe() + (lookup.adaptive ? ", adaptive)" : ")");
+    if (drafter || self_drafter)
+      drafter_text = (lookup_n > 0 ? "lookup " + std::to_string(lookup_n) + " then " : std::string()) + model_method + " " +
+                     std::to_string(draft_max) + " (" + (drafter ? draft.Describe() : self_spec.Describe()) +
+                     (lookup.adaptive ? ", adaptive)" : ")");
     std::fprintf(stderr,
                  "%s | drafted %lld, accepted %lld (%.1f%%) | %lld verify + %lld plain passes | "
                  "%.2f tokens/pass | %.1f tok/s | draft %.3f s, verify %.3f s, plain %.3f s\n",
@@ -344,6 +360,11 @@ int RunMain(int argc, char** argv) {
       const llm::DraftModelStats& ds = drafter->stats();
       spec_json["draft_model"] = {{"source", draft.Describe()}, {"draft_max", draft_max}, {"evals", ds.evals},
                                   {"caught_up", ds.caught_up}, {"rolled_back", ds.rolled_back}};
+    }
+    if (self_drafter) {
+      spec_json["self_spec"] = self_spec.ToJson();
+      spec_json["self_spec"]["draft_max"] = draft_max;
+      spec_json["self_spec"]["evals"] = self_drafter->stats().evals;
     }
   }
   if (prof) {

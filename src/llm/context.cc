@@ -515,6 +515,7 @@ void Context::Forward(const int32_t* tokens, int m, std::span<const int> out_row
   const uint64_t residual_bytes = residual_to != nullptr ? static_cast<uint64_t>(m) * dim * 8 : 0;
 
   for (int l = 0; l < c.n_layers; ++l) {
+    if (!skip_.empty() && skip_[static_cast<size_t>(l)]) continue;  // a self-speculative draft pass
     const LayerWeights& L = model_.layers()[static_cast<size_t>(l)];
     // Attention block.
     NormQuantize(x_.data(), L.attn_norm, m, xb_.data(), L.wq.type, Op::kAttnNormQuant, Op::kAttnNorm);

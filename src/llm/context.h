@@ -116,6 +116,13 @@ class Context {
   void SetProfiler(Profiler* p);
   Profiler* profiler() const { return prof_; }
 
+  // Layer skip (self-speculative drafting, llm/self_spec.h): the passes of Eval bypass the layers l with
+  // skip[l] set (the residual stream passes through unchanged; their KV cache is neither written nor read),
+  // the model's other layers compute as always. Empty (the default): every layer. The size must be
+  // n_layers or 0; the caller clears it again before passes whose output must be the model's own.
+  void SetSkipLayers(std::vector<bool> skip) { skip_ = std::move(skip); }
+  const std::vector<bool>& skip_layers() const { return skip_; }
+
  private:
   Context(const Model& model, const ContextParams& params, int n_ctx, int n_threads);
   void EvalBatch(const int32_t* tokens, int m, bool all_logits);
@@ -223,6 +230,7 @@ class Context {
   }
   uint64_t ActBytes(int m, int64_t k) const;  // bytes of acts_ a matmul reads
   Profiler* prof_ = nullptr;
+  std::vector<bool> skip_;  // SetSkipLayers: empty, or one flag per layer
 
   // KV cache stored per KV head (never expanded to the query heads). Where a head's row is whole blocks
   // of the type (f32, f16, or head_dim % 32 == 0: ByHead) a layer is head-major, (kv_head, n_ctx,
