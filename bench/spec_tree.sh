@@ -5,16 +5,18 @@
 # with probability A2), alternating runs in one script with plain decoding; medians and ratios.
 #
 #   bench/spec_tree.sh [--type q4_0] [--threads "1 2"] [--accept 0.6] [--accept2 0.9] [--chains "4 8"]
-#                      [--depth 8] [--nodes "16"] [--reps 3] [--tg 128]
+#                      [--depth 8] [--nodes "7 15"] [--reps 3] [--tg 128] [--fixed]
 #
 # The model is synthesized by `edgedecode synth --preset tinyllama-1.1b` into the cache (random weights; see
 # bench/spec_replay.sh). "best chain" is the chain length with the highest median tok/s; tree/chain is the
-# tree's median over it. Drafting is adaptive (it pauses while drafts lose), as run's default.
+# tree's median over it. Drafting is adaptive (chain lengths and tree sizes chosen from the measured
+# acceptance and pass times; paused while drafts lose), as run's default, unless --fixed (--lookup-fixed:
+# every chain and tree at its full size, so that only the timings vary between runs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${EDGEDECODE_BIN:-$here/build/edgedecode}
 cache=${EDGEDECODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgedecode}
-type=q4_0; threads="1 2"; accept=0.6; accept2=0.9; chains="4 8"; depth=8; nodes=16; reps=3; tg=128; preset=tinyllama-1.1b
+type=q4_0; threads="1 2"; accept=0.6; accept2=0.9; chains="4 8"; depth=8; nodes="7 15"; reps=3; tg=128; preset=tinyllama-1.1b; fixed=""
 while (($#)); do
   case $1 in
     --type) type=$2; shift 2 ;;
@@ -27,6 +29,7 @@ while (($#)); do
     --reps) reps=$2; shift 2 ;;
     --tg) tg=$2; shift 2 ;;
     --preset) preset=$2; shift 2 ;;
+    --fixed) fixed="--lookup-fixed"; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -45,7 +48,7 @@ field() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); s=j.get("
 print(j["timings"]["decode_tok_s"], s.get("tokens_per_pass", 1.0))' "$1"; }
 median() { python3 -c 'import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
 
-echo "model: $model ($type), tg $tg, A $accept, A2 $accept2, chains: $chains, trees: $nodes nodes, depth $depth, reps $reps"
+echo "model: $model ($type), tg $tg, A $accept, A2 $accept2, chains: $chains, trees: $nodes nodes, depth $depth, reps $reps${fixed:+, fixed}"
 printf '| threads | config | tok/s | tokens/pass | vs plain |\n|---|---|---|---|---|\n'
 for t in $threads; do
   common=(-m "$model" -p "$prompt" -n "$tg" --temp 0 --ignore-eos -t "$t")
@@ -62,7 +65,8 @@ for t in $threads; do
         tree*) args=(--draft-replay "$work/rec.$t.json" --replay-accept "$accept" --replay-accept2 "$accept2"
                      --draft-max "$depth" --tree-nodes "${c#tree}") ;;
       esac
-      "$bin" run "${common[@]}" "${args[@]}" --json "$work/out.json" >/dev/null 2>&1
+      # The same replay seed for every configuration of a round (the seed only picks the wrong tokens).
+      "$bin" run "${common[@]}" "${args[@]}" --seed $((r + 1)) $fixed --json "$work/out.json" >/dev/null 2>&1
       read -r s p < <(field "$work/out.json")
       tps[$c]+="$s "; tpp[$c]+="$p "
     done

@@ -95,7 +95,7 @@ class Context {
   // KeepTreePath; sliding-window rings hold every row (a pass is at most a batch). Fails like Eval, and
   // InvalidArgument (cache unchanged) on a malformed parent list.
   Status EvalTree(const int32_t* tokens, const int* parents, int n);
-  // After EvalTree: keeps the path of rows path[0] = 0 (the root), path[1], ... (each the child of the one
+  // Right after EvalTree: keeps the path of rows path[0] = 0 (the root), path[1], ... (each the child of the one
   // before) as positions base, base + 1, ... (base: n_past() before EvalTree) by moving their K/V rows
   // (every layer, the bytes of any KV type) to those slots, and drops every other row of the tree.
   void KeepTreePath(const int* path, int k);
@@ -119,7 +119,7 @@ class Context {
   // The lowest n to which Truncate keeps a prefix: 0 without sliding-window rings, else the position from
   // which every ring still holds the window before it.
   int min_truncate() const;
-  void Reset() { n_past_ = 0; ring_floor_ = 0; }
+  void Reset() { n_past_ = 0; ring_floor_ = 0; tree_base_ = -1; }
 
   const Model& model() const { return model_; }
   int n_threads() const { return pool_.size(); }

@@ -221,8 +221,53 @@ void LookupDecoder::EndPass() {
     // The probe after the pause: two passes that accept nothing pause again, one good pass keeps drafting.
     recent_sum_ = p_.min_accept_per_pass * 1.5;
   }
+  if (tree_size_ >= 0) {
+    TreeSize& t = tree_sizes_[static_cast<size_t>(tree_size_)];
+    t.seconds = t.passes == 0 ? pass_s_ : 0.75 * t.seconds + 0.25 * pass_s_;
+    ++t.passes;
+    tree_size_ = -1;
+    // Which node positions this pass offered and which it accepted (the path's rows after the root).
+    if (node_offered_.size() < draft_.size()) node_offered_.resize(draft_.size(), 0), node_accepted_.resize(draft_.size(), 0);
+    for (size_t i = 0; i < node_offered_.size(); ++i) {
+      node_offered_[i] = 0.95 * node_offered_[i] + (i < draft_.size() ? 1 : 0);
+      node_accepted_[i] *= 0.95;
+    }
+    for (size_t j = 1; j < path_.size(); ++j) node_accepted_[static_cast<size_t>(path_[j] - 1)] += 1;
+  }
   in_verify_ = false;
   pass_accepted_ = 0;
+}
+
+int LookupDecoder::TreeBudget() {
+  if (!p_.adaptive) return p_.tree_nodes;
+  if (tree_sizes_.empty()) {
+    for (int n = 3; n < p_.tree_nodes; n = 2 * n + 1) tree_sizes_.push_back({n});
+    tree_sizes_.push_back({p_.tree_nodes});
+  }
+  ++tree_choices_;
+  int pick = -1;
+  for (int i = static_cast<int>(tree_sizes_.size()) - 1; i >= 0 && pick < 0; --i)
+    if (tree_sizes_[static_cast<size_t>(i)].passes < 2) pick = i;  // each measured twice, largest first
+  const int n = static_cast<int>(tree_sizes_.size());
+  auto at = [&](int i) -> const TreeSize& { return tree_sizes_[static_cast<size_t>(i)]; };
+  if (pick < 0 && tree_choices_ % 16 == 0) {  // re-measure the one measured longest ago
+    pick = 0;
+    for (int i = 1; i < n; ++i)
+      if (at(i).last < at(pick).last) pick = i;
+  }
+  if (pick < 0) {  // the most expected tokens per second
+    double best = -1;
+    for (int i = 0; i < n; ++i) {
+      double tokens = 1;
+      for (size_t j = 0; j < static_cast<size_t>(at(i).nodes) && j < node_offered_.size(); ++j)
+        if (node_offered_[j] > 0) tokens += node_accepted_[j] / node_offered_[j];
+      const double rate = tokens / std::max(at(i).seconds, 1e-9);
+      if (rate > best) best = rate, pick = i;
+    }
+  }
+  tree_sizes_[static_cast<size_t>(pick)].last = tree_choices_;
+  tree_size_ = pick;
+  return tree_sizes_[static_cast<size_t>(pick)].nodes;
 }
 
 void LookupDecoder::CacheRebuilt() {
@@ -307,7 +352,7 @@ DraftTree LookupDecoder::Draft(int k) {
   DraftTree t;
   if (p_.tree_nodes > 0 && (p_.tree_drafter || !p_.drafter)) {
     // Room for the tree's nodes: the context after the root, and one batch.
-    const int nodes = std::min({p_.tree_nodes, ctx_.n_ctx() - ctx_.n_past() - 1, ctx_.n_batch() - 1});
+    const int nodes = std::min({TreeBudget(), ctx_.n_ctx() - ctx_.n_past() - 1, ctx_.n_batch() - 1});
     t = p_.tree_drafter ? p_.tree_drafter(history_, nodes, k)
                         : LookupTree(history_, nodes, k, p_.tree_width, p_.ngram_max, p_.ngram_min);
     if (static_cast<int>(t.size()) > nodes) t = DraftTree();  // a drafter that broke its bound drafts nothing

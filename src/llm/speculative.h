@@ -71,8 +71,13 @@ struct LookupParams {
   // Token trees: with tree_nodes > 0 and a tree drafter (tree_drafter, or the n-gram lookup's several matches
   // when both drafters are empty), each pass verifies a tree of up to tree_nodes drafted tokens at most
   // n_draft deep in one forward pass (Context::EvalTree) and keeps the longest path the sampler accepts.
-  // The tree's size is fixed (adaptive drafting still pauses while passes lose); a tree that comes out a
-  // chain is verified as one. tree_width: the n-gram lookup's continuations per tree (distinct matches).
+  // Adaptive, the node budget of each pass is one of 3, 7, 15, ... below tree_nodes, or tree_nodes (trees of
+  // 4, 8, 16 rows: the kernels' tiles): the one with the most expected tokens per second, from the measured
+  // acceptance of each node position (a tree drafter lists its nodes most likely first and fills whatever
+  // budget it is given) over each budget's measured pass time (each tried twice first, largest first; every
+  // 16th pass re-measures the one measured longest ago). adaptive = false: tree_nodes always.
+  // Adaptive drafting still pauses while passes lose. A tree that comes out a chain is verified as one.
+  // tree_width: the n-gram lookup's continuations per tree (distinct matches).
   int tree_nodes = 0;
   int tree_width = 2;
   TreeDrafter tree_drafter;
@@ -184,6 +189,19 @@ class LookupDecoder {
   double extra_cost_ = -1;        // running mean extra cost of a drafted token, in plain steps (-1: unknown)
   void EndPass();
   int DraftLength(int k_max) const;
+  // Adaptive tree size (see LookupParams::tree_nodes): the budgets tried and their tokens per second.
+  struct TreeSize {
+    int nodes;
+    double seconds = 0;  // running mean seconds of its passes
+    int passes = 0;
+    int64_t last = 0;    // the choice at which it was last used
+  };
+  std::vector<TreeSize> tree_sizes_;
+  int tree_size_ = -1;          // tree_sizes_ index of the pass being drafted / verified (-1: none)
+  int64_t tree_choices_ = 0;
+  std::vector<double> node_offered_, node_accepted_;  // per node index: decayed counts of passes offering it
+                                                      // and of those that accepted it
+  int TreeBudget();
   // The draft for a pass of at most k tokens deep (a tree where trees are on, else a chain).
   DraftTree Draft(int k);
 };
