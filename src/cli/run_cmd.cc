@@ -128,9 +128,10 @@ int RunMain(int argc, char** argv) {
           ->needs(replay_opt);
   CLI::Option* tree_opt =
       app.add_option("--tree-nodes", lookup.tree_nodes,
-                     "with --lookup or --draft-replay: verify a token tree of up to N drafted tokens per pass (several "
-                     "candidate continuations in one forward pass, the longest accepted path kept; at most the batch size - 1) "
-                     "instead of one chain; 0: chains")
+                     "with --lookup or --draft-replay: verify a token tree of up to N drafted tokens per pass, as deep as "
+                     "--lookup N / --draft-max (several candidate continuations in one forward pass, the longest accepted "
+                     "path kept; at most the batch size - 1) instead of one chain; the size per pass is chosen from the "
+                     "measured acceptance and pass times (--lookup-fixed: always N); 0: chains. The output is the same as without it")
           ->check(CLI::Range(0, 255))
           ->excludes("--draft")
           ->excludes("--draft-quant");
