@@ -227,7 +227,10 @@ void LookupDecoder::EndPass() {
     ++t.passes;
     tree_size_ = -1;
     // Which node positions this pass offered and which it accepted (the path's rows after the root).
-    if (node_offered_.size() < draft_.size()) node_offered_.resize(draft_.size(), 0), node_accepted_.resize(draft_.size(), 0);
+    if (node_offered_.size() < draft_.size()) {
+      node_offered_.resize(draft_.size(), 0);
+      node_accepted_.resize(draft_.size(), 0);
+    }
     for (size_t i = 0; i < node_offered_.size(); ++i) {
       node_offered_[i] = 0.95 * node_offered_[i] + (i < draft_.size() ? 1 : 0);
       node_accepted_[i] *= 0.95;
