@@ -213,6 +213,18 @@ TEST(TreeSpec, GreedyEqualsPlainWithTrees) {
   std::remove(synth.c_str());
 }
 
+// 200 tokens through context shifts (-c 64) with n-gram trees never paused, small batches (-b 8: trees cut
+// to 7 nodes): a wrongly kept tree row or a missed move of the accepted path changes the tokens from there on.
+TEST(TreeSpec, ContextShiftsAndSmallBatches) {
+  const std::string base = "-p '" + kCopy + "' --temp 0 -n 200 --ignore-eos -c 64 --context-shift -t 2";
+  const nlohmann::json plain = RunJson(base);
+  const nlohmann::json spec = RunJson(base + " -b 8 --lookup 6 --tree-nodes 12 --tree-width 3 --lookup-fixed");
+  ASSERT_EQ(plain["tokens"].size(), 200u);
+  EXPECT_EQ(spec["tokens"], plain["tokens"]);
+  EXPECT_GT(plain["context_shifts"].get<int>(), 0);
+  EXPECT_GT(spec["speculative"]["tree_passes"].get<int64_t>(), 0);
+}
+
 // Sampling with trees: the sampler draws once per emitted token from plain decoding's rows.
 TEST(TreeSpec, SamplingSameSeedSameTokens) {
   const std::string base = "-p '" + kCopy + "' --temp 0.8 --seed 11 -n 120 -t 2";
