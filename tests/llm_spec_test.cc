@@ -173,5 +173,134 @@ TEST(Replay, WrongRecordingsAreRefused) {
   EXPECT_NE(r.err.find("not the JSON of"), std::string::npos) << r.err;
 }
 
+// Token trees (--tree-nodes): several candidates verified in one pass, the longest accepted path kept. Greedy
+// output is plain decoding's token for token for f32 and q8_0 targets and a synthesized q4_0 one, every KV
+// type and 1 and 2 threads: with the n-gram lookup's matches and with a two-candidate replay (whose trees
+// branch at every position, so that tree passes run and their second candidates are accepted).
+TEST(TreeSpec, GreedyEqualsPlainWithTrees) {
+  const std::string dir = ::testing::TempDir();
+  const std::string synth = dir + "/tree_spec_llama.gguf";
+  ASSERT_EQ(RunEdgedecode("synth --preset llama-tiny --type q4_0 -o " + synth).exit_code, 0);
+  const std::string gguf = std::string(EDGEDECODE_TESTDATA) + "/llm/gguf/";
+  const std::string rec = dir + "/tree_rec.json";
+  for (const std::string& model : {gguf + "stories260K.f32.gguf", gguf + "stories260K.q8_0-ffn_down_f16.gguf", synth}) {
+    for (const std::string kv : {"f16", "q8_0", "q4_0"}) {
+      for (const std::string t : {"1", "2"}) {
+        const std::string what = model + " kv " + kv + " threads " + t;
+        const std::string base = "run -m " + model + " -p '" + kCopy + "' --temp 0 -n 80 --ignore-eos -t " + t + " --kv-type " + kv;
+        CommandResult r = RunEdgedecode(base + " --json " + rec);
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        std::ifstream in(rec);
+        const nlohmann::json plain = nlohmann::json::parse(in);
+        for (const std::string& spec_args : {std::string(" --lookup 6 --tree-nodes 12 --tree-width 3 --lookup-fixed"),
+                                            " --draft-replay " + rec + " --replay-accept 0.6 --replay-accept2 0.9 --tree-nodes 16 --lookup-fixed",
+                                            // adaptive: tree sizes chosen by timing (never the tokens)
+                                            " --draft-replay " + rec + " --replay-accept 0.6 --replay-accept2 0.9 --tree-nodes 16"}) {
+          r = RunEdgedecode(base + spec_args + " --json");
+          ASSERT_EQ(r.exit_code, 0) << what << spec_args << "\n" << r.err;
+          const nlohmann::json spec = nlohmann::json::parse(r.out);
+          EXPECT_EQ(spec["tokens"], plain["tokens"]) << what << spec_args;
+          const nlohmann::json& s = spec["speculative"];
+          EXPECT_EQ(s["tree_nodes"].get<int>(), spec_args.find("replay") != std::string::npos ? 16 : 12);
+          if (spec_args.find("replay") != std::string::npos && spec_args.find("fixed") != std::string::npos) {
+            EXPECT_GT(s["tree_passes"].get<int64_t>(), 0) << what;
+            EXPECT_GT(s["accepted"].get<int64_t>(), 0) << what;
+          }
+        }
+      }
+    }
+  }
+  std::remove(synth.c_str());
+}
+
+// 200 tokens through context shifts (-c 64) with n-gram trees never paused, small batches (-b 8: trees cut
+// to 7 nodes): a wrongly kept tree row or a missed move of the accepted path changes the tokens from there on.
+TEST(TreeSpec, ContextShiftsAndSmallBatches) {
+  const std::string base = "-p '" + kCopy + "' --temp 0 -n 200 --ignore-eos -c 64 --context-shift -t 2";
+  const nlohmann::json plain = RunJson(base);
+  const nlohmann::json spec = RunJson(base + " -b 8 --lookup 6 --tree-nodes 12 --tree-width 3 --lookup-fixed");
+  ASSERT_EQ(plain["tokens"].size(), 200u);
+  EXPECT_EQ(spec["tokens"], plain["tokens"]);
+  EXPECT_GT(plain["context_shifts"].get<int>(), 0);
+  EXPECT_GT(spec["speculative"]["tree_passes"].get<int64_t>(), 0);
+}
+
+// Sampling with trees: the sampler draws once per emitted token from plain decoding's rows.
+TEST(TreeSpec, SamplingSameSeedSameTokens) {
+  const std::string base = "-p '" + kCopy + "' --temp 0.8 --seed 11 -n 120 -t 2";
+  const nlohmann::json plain = RunJson(base);
+  const nlohmann::json spec = RunJson(base + " --lookup 6 --tree-nodes 10 --tree-width 3 --lookup-fixed");
+  EXPECT_EQ(spec["tokens"], plain["tokens"]);
+}
+
+TEST(TreeSpec, BadFlagsExitTwo) {
+  const std::string dir = ::testing::TempDir();
+  const std::string rec = dir + "/tree_flags_rec.json";
+  ASSERT_EQ(RunEdgedecode("run -m " + kModel + " -p 'Tom' --temp 0 -n 4 --json " + rec).exit_code, 0);
+  const std::string base = "run -m " + kModel + " -p 'Tom' --temp 0 -n 4";
+  for (auto [args, says] : {std::pair<std::string, std::string>{" --tree-nodes 8", "--tree-nodes needs --lookup or --draft-replay"},
+                            {" --lookup 4 --tree-nodes -1", "--tree-nodes"},
+                            {" --lookup 4 --tree-nodes 300", "--tree-nodes"},
+                            {" --lookup 4 --tree-nodes 8 --tree-width 0", "--tree-width"},
+                            {" --lookup 4 --tree-width 2", "--tree-width"},
+                            {" --draft-quant q4_0 --tree-nodes 8", "--tree-nodes"},
+                            {" --draft-replay " + rec + " --replay-accept 0.6 --replay-accept2 0.9", "--replay-accept2 needs --tree-nodes"},
+                            {" --draft-replay " + rec + " --tree-nodes 8 --replay-accept 0.6 --replay-accept2 0.5", "below --replay-accept"},
+                            {" --draft-replay " + rec + " --tree-nodes 8 --replay-accept2 1.5", "--replay-accept2"}}) {
+    const CommandResult r = RunEdgedecode(base + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << args << "\n" << r.err;
+  }
+}
+
+TEST(LookupTree, MatchesBecomeBranches) {
+  using llm::LookupTree;
+  // "2 3" occurs twice before the tail: followed by 9 5 (most recent) and 7 8.
+  const std::vector<int32_t> h = {1, 2, 3, 7, 8, 4, 1, 2, 3, 9, 5, 6, 2, 3};
+  llm::DraftTree t = LookupTree(h, 16, 2, 2, 3, 1);
+  EXPECT_EQ(t.tokens, (std::vector<int32_t>{9, 5, 7, 8}));
+  EXPECT_EQ(t.parents, (std::vector<int>{-1, 0, -1, 2}));
+  EXPECT_FALSE(t.IsChain());
+  // Width 1: LookupDraft's chain.
+  t = LookupTree(h, 16, 2, 1, 3, 1);
+  EXPECT_EQ(t.tokens, llm::LookupDraft(h, 2, 3, 1));
+  EXPECT_TRUE(t.IsChain());
+  // The node budget cuts the second continuation.
+  t = LookupTree(h, 3, 2, 2, 3, 1);
+  EXPECT_EQ(t.tokens, (std::vector<int32_t>{9, 5, 7}));
+  // Shared prefixes merge: "1" is followed by 2 3 7 and 2 3 9.
+  const std::vector<int32_t> g = {1, 2, 3, 7, 1, 2, 3, 9, 1};
+  t = LookupTree(g, 16, 3, 2, 1, 1);
+  EXPECT_EQ(t.tokens, (std::vector<int32_t>{2, 3, 9, 7}));
+  EXPECT_EQ(t.parents, (std::vector<int>{-1, 0, 1, 1}));
+  EXPECT_TRUE(LookupTree({1, 2, 3}, 8, 4, 2, 3, 1).empty());
+}
+
+TEST(ReplayTree, BestFirstShapeAndRates) {
+  // A recording of 200 tokens; trees of 6 nodes at accept 0.6 / 0.9: the 6 most probable paths
+  // (.6 first, .36 first-first, .3 second, .216, .18 first-second, .18 second-first).
+  std::vector<int32_t> cont(200);
+  for (int i = 0; i < 200; ++i) cont[static_cast<size_t>(i)] = 10 + i % 50;
+  llm::ReplayDrafter d({1, 2}, cont, 0.6, 5, 100, 0.9);
+  const llm::DraftTree t = d.Tree({1, 2}, 6, 4);
+  ASSERT_EQ(t.size(), 6u);
+  EXPECT_EQ(t.parents, (std::vector<int>{-1, 0, -1, 1, 0, 2}));
+  // Over many positions: the first candidate right ~60%, one of the two ~90%.
+  int first = 0, either = 0;
+  const int n = 2000;
+  for (int i = 0; i < n; ++i) {
+    std::vector<int32_t> h = {1, 2};
+    h.insert(h.end(), cont.begin(), cont.begin() + i % 150);
+    const llm::DraftTree u = d.Tree(h, 2, 1);
+    ASSERT_EQ(u.size(), 2u);
+    const int32_t right = cont[static_cast<size_t>(i % 150)];
+    first += u.tokens[0] == right;
+    either += u.tokens[0] == right || u.tokens[1] == right;
+  }
+  EXPECT_NEAR(first / double(n), 0.6, 0.05);
+  EXPECT_NEAR(either / double(n), 0.9, 0.04);
+  EXPECT_TRUE(d.Tree({1, 2, 99}, 6, 4).empty());  // off the recording
+}
+
 }  // namespace
 }  // namespace edgedecode::test

@@ -1,6 +1,7 @@
 // `edgedecode run`: generate text from a GGUF model. Text streams to stdout; timings go to stderr.
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 
 #include "cli/chat_prompt.h"
 #include "cli/commands.h"
@@ -36,7 +37,7 @@ Result<std::string> ReadPrompt(const std::string& prompt, const std::string& fil
 // --draft-replay FILE: the prompt and output token ids of an earlier `run --json` (its "prompt_tokens" and
 // "tokens"). The prompt must be this run's: the continuation of another prompt would measure nothing.
 Result<llm::ReplayDrafter> LoadReplay(const std::string& path, const std::vector<int32_t>& prompt, double accept,
-                                      uint64_t seed, int n_vocab) {
+                                      double accept2, uint64_t seed, int n_vocab) {
   ED_ASSIGN_OR_RETURN(std::string text, ReadInputText(path, uint64_t{64} << 20));
   ED_RETURN_IF_ERROR(CheckJsonDepth(text, path));
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -60,7 +61,7 @@ Result<llm::ReplayDrafter> LoadReplay(const std::string& path, const std::vector
     return InvalidArgument(path + " was recorded for another prompt (" + std::to_string(recorded_prompt.size()) +
                            " tokens; this one has " + std::to_string(prompt.size()) + ", first difference at token " + std::to_string(i) + ")");
   }
-  return llm::ReplayDrafter(std::move(recorded_prompt), std::move(continuation), accept, seed, n_vocab);
+  return llm::ReplayDrafter(std::move(recorded_prompt), std::move(continuation), accept, seed, n_vocab, accept2);
 }
 
 }  // namespace
@@ -121,6 +122,28 @@ int RunMain(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0))
       ->needs(replay_opt)
       ->capture_default_str();
+  double replay_accept2 = -1;
+  CLI::Option* accept2_opt =
+      app.add_option("--replay-accept2", replay_accept2,
+                     "with --draft-replay and --tree-nodes: a second candidate at each position, so that one of the two is "
+                     "right with this probability (at least --replay-accept)")
+          ->check(CLI::Range(0.0, 1.0))
+          ->needs(replay_opt);
+  CLI::Option* tree_opt =
+      app.add_option("--tree-nodes", lookup.tree_nodes,
+                     "with --lookup or --draft-replay: verify a token tree of up to N drafted tokens per pass, as deep as "
+                     "--lookup N / --draft-max (several candidate continuations in one forward pass, the longest accepted "
+                     "path kept; at most the batch size - 1) instead of one chain; the size per pass is chosen from the "
+                     "measured acceptance and pass times (--lookup-fixed: always N); 0: chains. The output is the same as without it")
+          ->check(CLI::Range(0, 255))
+          ->excludes("--draft")
+          ->excludes("--draft-quant")
+          ->excludes("--self-spec");
+  app.add_option("--tree-width", lookup.tree_width,
+                 "with --lookup and --tree-nodes: the n-gram matches (distinct continuations) a tree holds")
+      ->check(CLI::Range(1, 16))
+      ->needs(tree_opt)
+      ->capture_default_str();
   CLI::Option* draft_max_opt =
       app.add_option("--draft-max", draft_max, "with --draft, --draft-quant, --self-spec or --draft-replay: tokens drafted per verify pass")
           ->check(CLI::Range(1, 64))
@@ -132,6 +155,13 @@ int RunMain(int argc, char** argv) {
   if (draft_max_opt->count() > 0 && replay_file.empty() && !draft.on() && !self_spec.on())
     return Fail(cmd, InvalidArgument("--draft-max needs --draft, --draft-quant, --self-spec or --draft-replay"));
   if (Status st = draft.Validate(); !st.ok()) return Fail(cmd, st);
+  if (lookup.tree_nodes > 0 && lookup.n_draft == 0 && replay_file.empty())
+    return Fail(cmd, InvalidArgument("--tree-nodes needs --lookup or --draft-replay"));
+  if (accept2_opt->count() > 0 && lookup.tree_nodes == 0)
+    return Fail(cmd, InvalidArgument("--replay-accept2 needs --tree-nodes (the second candidates are the tree's branches)"));
+  if (accept2_opt->count() > 0 && replay_accept2 < replay_accept)
+    return Fail(cmd, InvalidArgument("--replay-accept2 is below --replay-accept (it is the probability that either "
+                                     "candidate is right, the first one's included)"));
   if (Status st = so.Finish(); !st.ok()) return Fail(cmd, st);
   if (Status st = po.Validate({mo.model, prompt_file}); !st.ok()) return Fail(cmd, st);
   auto prompt_text = ReadPrompt(prompt, prompt_file);
@@ -202,9 +232,13 @@ int RunMain(int argc, char** argv) {
   for (int32_t t : toks) sampler.Accept(t);
   lookup.adaptive = !lookup_fixed;
   if (!replay_file.empty()) {
-    auto replay = LoadReplay(replay_file, toks, replay_accept, so.params.seed, ctx.n_vocab());
+    auto replay = LoadReplay(replay_file, toks, replay_accept, std::max(replay_accept, replay_accept2), so.params.seed,
+                             ctx.n_vocab());
     if (!replay.ok()) return Fail(cmd, replay.status());
-    lookup.drafter = std::move(*replay);
+    auto shared = std::make_shared<llm::ReplayDrafter>(std::move(*replay));
+    lookup.drafter = [shared](const std::vector<int32_t>& h, int k) { return (*shared)(h, k); };
+    if (lookup.tree_nodes > 0)
+      lookup.tree_drafter = [shared](const std::vector<int32_t>& h, int nodes, int depth) { return shared->Tree(h, nodes, depth); };
     lookup.n_draft = draft_max;
   }
   // A draft model or the self-speculative drafter, after the n-gram lookup when --lookup is given too: the first
@@ -331,6 +365,7 @@ int RunMain(int argc, char** argv) {
                                                           std::to_string(lookup.ngram_max) + "..1" + (lookup.adaptive ? ", adaptive)" : ")")
                                                     : "replay " + std::to_string(lookup.n_draft) + " (accept " + std::to_string(replay_accept).substr(0, 4) +
                                                           (lookup.adaptive ? ", adaptive)" : ")");
+    if (lookup.tree_nodes > 0) drafter_text += ", trees of " + std::to_string(lookup.tree_nodes) + " nodes";
     if (drafter || self_drafter)
       drafter_text = (lookup_n > 0 ? "lookup " + std::to_string(lookup_n) + " then " : std::string()) + model_method + " " +
                      std::to_string(draft_max) + " (" + (drafter ? draft.Describe() : self_spec.Describe()) +
@@ -346,10 +381,13 @@ int RunMain(int argc, char** argv) {
                  {"ngram_max", lookup.ngram_max},
                  {"adaptive", lookup.adaptive},
                  {"replay_accept", replay_file.empty() ? nlohmann::json() : nlohmann::json(replay_accept)},
+                 {"replay_accept2", replay_file.empty() || replay_accept2 < 0 ? nlohmann::json() : nlohmann::json(replay_accept2)},
+                 {"tree_nodes", lookup.tree_nodes},
                  {"drafted", ls.drafted},
                  {"accepted", ls.accepted},
                  {"acceptance_rate", ls.acceptance()},
                  {"verify_passes", ls.verify_passes},
+                 {"tree_passes", ls.tree_passes},
                  {"plain_passes", ls.plain_passes},
                  {"tokens_per_pass", per_pass},
                  {"decode_tok_s", decode_tps},

@@ -82,7 +82,36 @@ Context::AttentionItem Context::AttentionItemAt(int64_t item, int m, int layer, 
   const int window = c.swa_layer(layer) ? c.n_swa : 0;
   const int n = r.pos + 1;
   return {&s, s.k_cache_.data() + s.k_off_[l], s.v_cache_.data() + s.v_off_[l], s.layer_rows_[l],
-          window > 0 ? std::max(0, n - window) : 0, n, q, att_.data() + off};
+          window > 0 ? std::max(0, n - window) : 0, n, &r, q, att_.data() + off};
+}
+
+Context::HeadRows Context::ItemRows(const AttentionItem& it, bool v, int kvh, int t0, int nt, int row,
+                                    std::vector<float>* tmp) const {
+  const uint8_t* c = v ? it.vc : it.kc;
+  const size_t row_bytes = v ? v_row_ : k_row_;
+  const GgmlType t = v ? params_.type_v : params_.type_k;
+  const RowAt& r = *it.row;
+  if (r.path == nullptr || t0 + nt <= r.tree_base) return HeadRowsAt(c, row_bytes, t, kvh, row, nt, it.rows, tmp);
+  // Tree rows: each position from its own slot, copied in position order (the same rows, the same kernels,
+  // the same chunk as the chain would read in place).
+  const int hd = model_.config().head_dim;
+  if (ByHead(t)) {
+    const size_t hb = RowBytes(t, hd);
+    tmp->resize((static_cast<size_t>(nt) * hb + 3) / 4);
+    uint8_t* dst = reinterpret_cast<uint8_t*>(tmp->data());
+    for (int tt = 0; tt < nt; ++tt)
+      std::memcpy(dst + static_cast<size_t>(tt) * hb, c + HeadRowOffset(t, kvh, r.Slot(t0 + tt) % it.rows, it.rows), hb);
+    return {dst, hb, t};
+  }
+  const int kvd = model_.config().kv_dim();
+  tmp->resize(static_cast<size_t>(nt + 1) * kvd);
+  float* whole = tmp->data() + static_cast<size_t>(nt) * kvd;
+  for (int tt = 0; tt < nt; ++tt) {
+    const size_t slot = static_cast<size_t>(r.Slot(t0 + tt) % it.rows);
+    kernels::DequantizeRow(params_.isa, t, c + slot * row_bytes, whole, kvd);
+    std::memcpy(tmp->data() + static_cast<size_t>(tt) * hd, whole + static_cast<size_t>(kvh) * hd, sizeof(float) * hd);
+  }
+  return {reinterpret_cast<const uint8_t*>(tmp->data()), sizeof(float) * hd, GgmlType::kF32};
 }
 
 
@@ -92,7 +121,7 @@ Context::AttentionItem Context::AttentionItemAt(int64_t item, int m, int layer, 
 // accumulator is scaled by exp(M_old - M) (rounded back to f16), then v * exp(s - M) is added, rounded
 // to f16; the sum S in float; out = f32(acc) * (1 / S).
 void Context::AttendF16(int layer, const uint8_t* kc, const uint8_t* vc, int kvh, const float* q, int lo, int n,
-                        float* out) const {
+                        const RowAt& at, float* out) const {
   const int hd = model_.config().head_dim;
   const float scale = model_.config().attn_scale;
   const int rows = layer_rows_[static_cast<size_t>(layer)];
@@ -100,8 +129,9 @@ void Context::AttendF16(int layer, const uint8_t* kc, const uint8_t* vc, int kvh
   for (int d = 0; d < hd; ++d) qh[d] = quant::FloatToHalf(q[d]), acc[d] = 0;
   float M = -INFINITY, S = 0.0f;
   for (int t = lo; t < n; ++t) {
-    const uint16_t* k = reinterpret_cast<const uint16_t*>(kc + HeadRowOffset(GgmlType::kF16, kvh, t % rows, rows));
-    const uint16_t* v = reinterpret_cast<const uint16_t*>(vc + HeadRowOffset(GgmlType::kF16, kvh, t % rows, rows));
+    const int slot = at.Slot(t) % rows;  // tree rows sit elsewhere in the cache
+    const uint16_t* k = reinterpret_cast<const uint16_t*>(kc + HeadRowOffset(GgmlType::kF16, kvh, slot, rows));
+    const uint16_t* v = reinterpret_cast<const uint16_t*>(vc + HeadRowOffset(GgmlType::kF16, kvh, slot, rows));
     double dot = 0;
     for (int d = 0; d < hd; ++d) dot += static_cast<double>(quant::HalfToFloat(qh[d]) * quant::HalfToFloat(k[d]));
     float s = static_cast<float>(dot) * scale;
@@ -145,7 +175,7 @@ void Context::Attention(int layer, int m) {
       const int kvh = static_cast<int>(item % c.n_kv_heads);
       const AttentionItem it = AttentionItemAt(item, m, layer, qr.data());
       if (params_.attn_f16) {
-        for (int g = 0; g < group; ++g) it.seq->AttendF16(layer, it.kc, it.vc, kvh, it.q + g * hd, it.lo, it.n, it.out + g * hd);
+        for (int g = 0; g < group; ++g) it.seq->AttendF16(layer, it.kc, it.vc, kvh, it.q + g * hd, it.lo, it.n, *it.row, it.out + g * hd);
         continue;
       }
       if (!float_k) qa.Prepare(isa, kt, it.q, group, hd);
@@ -155,7 +185,7 @@ void Context::Attention(int layer, int m) {
       for (int t0 = it.lo, nt = 0; t0 < it.n; t0 += nt) {
         int row;  // a chunk stops where a sliding-window ring wraps
         nt = it.seq->ChunkRows(layer, t0, std::min(C, it.n - t0), &row);
-        const HeadRows K = HeadRowsAt(it.kc, k_row_, params_.type_k, kvh, row, nt, it.rows, &ktmp);
+        const HeadRows K = ItemRows(it, false, kvh, t0, nt, row, &ktmp);
         if (float_k) kernels::AttentionScores(isa, K.type, K.rows, K.stride, hd, nt, it.q, hd, group, s.data(), C);
         else kernels::AttentionScoresQ(isa, K.type, K.rows, K.stride, hd, nt, qa, s.data(), C);
         for (int g = 0; g < group; ++g) {
@@ -169,7 +199,7 @@ void Context::Attention(int layer, int m) {
           }
           sum[g] += kernels::ExpSubSum(isa, sg, cm, w.data() + static_cast<size_t>(g) * C, nt);
         }
-        const HeadRows V = HeadRowsAt(it.vc, v_row_, params_.type_v, kvh, row, nt, it.rows, &vtmp);
+        const HeadRows V = ItemRows(it, true, kvh, t0, nt, row, &vtmp);
         kernels::AccumulateRows(isa, V.type, V.rows, V.stride, hd, nt, w.data(), C, group, acc.data(), hd);
       }
       for (int g = 0; g < group; ++g)
@@ -205,7 +235,7 @@ void Context::AttentionFullScores(int layer, int m) {
       for (int t0 = 0, nt = 0; t0 < n; t0 += nt) {  // scores: Q K^T, row g at sc + g * n_max
         int row;
         nt = it.seq->ChunkRows(layer, lo + t0, std::min(C, n - t0), &row);
-        const HeadRows K = HeadRowsAt(it.kc, k_row_, params_.type_k, kvh, row, nt, it.rows, &ktmp);
+        const HeadRows K = ItemRows(it, false, kvh, lo + t0, nt, row, &ktmp);
         if (float_k) kernels::AttentionScores(isa, K.type, K.rows, K.stride, hd, nt, it.q, hd, group, sc.data() + t0, n_max);
         else kernels::AttentionScoresQ(isa, K.type, K.rows, K.stride, hd, nt, qa, sc.data() + t0, n_max);
       }
@@ -218,7 +248,7 @@ void Context::AttentionFullScores(int layer, int m) {
       for (int t0 = 0, nt = 0; t0 < n; t0 += nt) {  // P V
         int row;
         nt = it.seq->ChunkRows(layer, lo + t0, std::min(C, n - t0), &row);
-        const HeadRows V = HeadRowsAt(it.vc, v_row_, params_.type_v, kvh, row, nt, it.rows, &vtmp);
+        const HeadRows V = ItemRows(it, true, kvh, lo + t0, nt, row, &vtmp);
         kernels::AccumulateRows(isa, V.type, V.rows, V.stride, hd, nt, sc.data() + t0, n_max, group, it.out, hd);
       }
       for (int g = 0; g < group; ++g)

@@ -445,8 +445,9 @@ void Context::RopeAndWriteKv(int layer, const LayerWeights& L, int m) {
     const RowAt& r = rows_at_[static_cast<size_t>(i)];
     Context& s = *r.seq;
     const int rows = s.layer_rows_[l];
-    write_row(params_.type_k, k_.data() + static_cast<size_t>(i) * kvd, s.k_cache_.data() + s.k_off_[l], k_row_, r.pos, rows);
-    write_row(params_.type_v, v_.data() + static_cast<size_t>(i) * kvd, s.v_cache_.data() + s.v_off_[l], v_row_, r.pos, rows);
+    const int slot = r.Slot(r.pos);  // a tree row's own slot, else its position
+    write_row(params_.type_k, k_.data() + static_cast<size_t>(i) * kvd, s.k_cache_.data() + s.k_off_[l], k_row_, slot, rows);
+    write_row(params_.type_v, v_.data() + static_cast<size_t>(i) * kvd, s.v_cache_.data() + s.v_off_[l], v_row_, slot, rows);
   };
   const uint64_t rope_bytes = static_cast<uint64_t>(m) * (qd + kvd) * 8 + (c.qkv_bias ? static_cast<uint64_t>(m) * kvd * 8 : 0) +
                               (c.qk_norm ? static_cast<uint64_t>(m) * (qd + kvd) * 8 : 0);

@@ -85,6 +85,21 @@ class Context {
   // (every sequence's positions dropped again) when a sequence's logits come out NaN or Inf.
   static Status EvalMulti(std::span<const SeqTokens> seqs);
 
+  // A token tree in one pass (speculative decoding's tree verify): n rows after n_past(), row 0 the root
+  // (parents[0] = -1), every other row's parent an earlier row (0 <= parents[i] < i). Row i at depth d (the
+  // root's depth is 0) is evaluated as the token at position n_past() + d after its ancestors -- its RoPE
+  // position, and it attends to the cache [0, n_past()) plus its ancestors' rows and itself, in the same
+  // order and chunks as that chain would be evaluated, so its logits are bit for bit those of the chain
+  // (root .. row i) evaluated by Eval. Its K/V go to cache slot n_past() + i. Keeps every row's logits (row i
+  // at logits(i)). n at most n_batch(). Afterwards n_past() has advanced by n (slots in use) until
+  // KeepTreePath; sliding-window rings hold every row (a pass is at most a batch). Fails like Eval, and
+  // InvalidArgument (cache unchanged) on a malformed parent list.
+  Status EvalTree(const int32_t* tokens, const int* parents, int n);
+  // Right after EvalTree: keeps the path of rows path[0] = 0 (the root), path[1], ... (each the child of the one
+  // before) as positions base, base + 1, ... (base: n_past() before EvalTree) by moving their K/V rows
+  // (every layer, the bytes of any KV type) to those slots, and drops every other row of the tree.
+  void KeepTreePath(const int* path, int k);
+
   // Logits of the last Eval: (n or 1 rows, n_vocab).
   const float* logits(int row = 0) const { return logits_.data() + static_cast<size_t>(row) * n_vocab_; }
   int n_logit_rows() const { return n_logit_rows_; }
@@ -104,7 +119,7 @@ class Context {
   // The lowest n to which Truncate keeps a prefix: 0 without sliding-window rings, else the position from
   // which every ring still holds the window before it.
   int min_truncate() const;
-  void Reset() { n_past_ = 0; ring_floor_ = 0; }
+  void Reset() { n_past_ = 0; ring_floor_ = 0; tree_base_ = -1; }
 
   const Model& model() const { return model_; }
   int n_threads() const { return pool_.size(); }
@@ -130,6 +145,11 @@ class Context {
   struct RowAt {
     Context* seq;
     int pos;
+    // A tree row (EvalTree): positions tree_base .. pos are the cache slots path[0 ..] (its ancestors and
+    // itself); else (nullptr) every position is its own slot.
+    const int* path = nullptr;
+    int tree_base = 0;
+    int Slot(int p) const { return path != nullptr && p >= tree_base ? path[p - tree_base] : p; }
   };
   // The forward pass over m rows described by rows_at_ (filled by the caller): logits_ gets the rows listed
   // in out_rows, in that order. Changes no n_past.
@@ -177,7 +197,8 @@ class Context {
   void Attention(int layer, int m);
   // Attention with the scores of a query over all n positions first, then one softmax (attn_online off).
   void AttentionFullScores(int layer, int m);
-  void AttendF16(int layer, const uint8_t* kc, const uint8_t* vc, int kvh, const float* q, int lo, int n, float* out) const;
+  void AttendF16(int layer, const uint8_t* kc, const uint8_t* vc, int kvh, const float* q, int lo, int n, const RowAt& at,
+                 float* out) const;
   // Positions attention reads per step (scores of a chunk, then its V rows).
   static constexpr int kAttnChunk = 128;
   // Head kvh of nt consecutive cache positions as attention reads them: nt rows of head_dim elements of
@@ -202,6 +223,7 @@ class Context {
     int rows;
     int lo;           // first position this token sees (0, or the start of its sliding window)
     int n;            // positions this token sees end at n - 1
+    const RowAt* row; // where each position sits in the cache (RowAt::Slot)
     const float* q;   // (group, head_dim) queries
     float* out;       // (group, head_dim) in att_
   };
@@ -209,6 +231,9 @@ class Context {
   // Positions [t0, t0 + nt) of a layer's cache as ring rows: the first row and how many of the nt fit before
   // the ring wraps (callers split their chunks there).
   int ChunkRows(int layer, int t0, int nt, int* row) const;
+  // Head kvh of the cache positions [t0, t0 + nt) of item `it` as attention reads them: HeadRowsAt in place,
+  // unless part of them are tree rows (elsewhere in the cache), which are then gathered into `tmp` in order.
+  HeadRows ItemRows(const AttentionItem& it, bool v, int kvh, int t0, int nt, int row, std::vector<float>* tmp) const;
 
   const Model& model_;
   ContextParams params_;
@@ -266,6 +291,8 @@ class Context {
   std::vector<float> rope_cos_, rope_sin_;  // (n_ctx, n_rot/2)
   std::vector<float> rope_cos_swa_, rope_sin_swa_;  // the same with rope_base_swa; empty without sliding layers
   std::vector<RowAt> rows_at_;  // (n_batch) the rows of the pass being run
+  std::vector<int> tree_paths_; // EvalTree: each row's path of slots (RowAt::path points here)
+  int tree_base_ = -1;          // EvalTree's base until KeepTreePath (-1: none)
 };
 
 }  // namespace edgedecode::llm

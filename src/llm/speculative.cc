@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <queue>
 
 #include "base/splitmix64.h"
 
@@ -32,20 +33,73 @@ std::vector<int32_t> LookupDraft(const std::vector<int32_t>& history, int n_draf
   return draft;
 }
 
+bool DraftTree::IsChain() const {
+  for (size_t i = 0; i < parents.size(); ++i)
+    if (parents[i] != static_cast<int>(i) - 1) return false;
+  return true;
+}
+
+int DraftTree::Child(int parent, int32_t token) {
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (parents[i] == parent && tokens[i] == token) return static_cast<int>(i);
+  tokens.push_back(token);
+  parents.push_back(parent);
+  return static_cast<int>(tokens.size()) - 1;
+}
+
+DraftTree LookupTree(const std::vector<int32_t>& history, int max_nodes, int max_depth, int width, int ngram_max,
+                     int ngram_min) {
+  DraftTree tree;
+  const int64_t h = static_cast<int64_t>(history.size());
+  if (max_nodes <= 0 || max_depth <= 0 || width <= 0) return tree;
+  int found = 0;
+  for (int n = ngram_max; n >= std::max(ngram_min, 1); --n) {
+    if (n >= h) continue;
+    const int32_t* tail = history.data() + (h - n);
+    for (int64_t s = h - n - 1; s >= 0; --s) {
+      if (!std::equal(tail, tail + n, history.data() + s)) continue;
+      // Its continuation into the tree, as far as the node budget goes; a continuation already there
+      // (every token an existing node) is not a new candidate.
+      const size_t before = tree.size();
+      int node = -1;
+      const int64_t from = s + n, to = std::min<int64_t>(from + max_depth, h);
+      for (int64_t i = from; i < to; ++i) {
+        if (static_cast<int>(tree.size()) == max_nodes) {
+          int existing = -1;  // at the budget: only follow nodes already there
+          for (size_t j = 0; j < tree.size(); ++j)
+            if (tree.parents[j] == node && tree.tokens[j] == history[static_cast<size_t>(i)]) existing = static_cast<int>(j);
+          if (existing < 0) break;
+          node = existing;
+          continue;
+        }
+        node = tree.Child(node, history[static_cast<size_t>(i)]);
+      }
+      if (tree.size() > before && ++found == width) return tree;
+      if (static_cast<int>(tree.size()) == max_nodes) return tree;
+    }
+  }
+  return tree;
+}
+
 ReplayDrafter::ReplayDrafter(std::vector<int32_t> prompt, std::vector<int32_t> continuation, double accept,
-                             uint64_t seed, int n_vocab)
-    : recorded_(std::move(prompt)), accept_(accept), state_(seed), n_vocab_(n_vocab) {
+                             uint64_t seed, int n_vocab, double accept2)
+    : accept2_(accept2), recorded_(std::move(prompt)), accept_(accept), state_(seed), n_vocab_(n_vocab) {
   prompt_len_ = recorded_.size();
   recorded_.insert(recorded_.end(), continuation.begin(), continuation.end());
+}
+
+bool ReplayDrafter::OnRecording(const std::vector<int32_t>& history) const {
+  const size_t h = history.size();
+  if (h < prompt_len_ || h >= recorded_.size()) return false;
+  // The output left the recording: its continuation no longer applies.
+  return std::equal(history.begin() + static_cast<long>(prompt_len_), history.end(),
+                    recorded_.begin() + static_cast<long>(prompt_len_));
 }
 
 std::vector<int32_t> ReplayDrafter::operator()(const std::vector<int32_t>& history, int n_draft) {
   std::vector<int32_t> draft;
   const size_t h = history.size();
-  if (h < prompt_len_ || h >= recorded_.size() || n_draft <= 0) return draft;
-  if (!std::equal(history.begin() + static_cast<long>(prompt_len_), history.end(),
-                  recorded_.begin() + static_cast<long>(prompt_len_)))
-    return draft;  // the output left the recording: its continuation no longer applies
+  if (n_draft <= 0 || !OnRecording(history)) return draft;
   const size_t end = std::min(recorded_.size(), h + static_cast<size_t>(n_draft));
   for (size_t i = h; i < end; ++i) {
     const double u = SplitMix64Uniform(&state_);  // the same corruption on every platform
@@ -55,15 +109,67 @@ std::vector<int32_t> ReplayDrafter::operator()(const std::vector<int32_t>& histo
   return draft;
 }
 
+DraftTree ReplayDrafter::Tree(const std::vector<int32_t>& history, int max_nodes, int max_depth) {
+  DraftTree tree;
+  const size_t h = history.size();
+  if (max_nodes <= 0 || max_depth <= 0 || !OnRecording(history)) return tree;
+  const int depth = static_cast<int>(std::min<size_t>(static_cast<size_t>(max_depth), recorded_.size() - h));
+  // The two candidates of each position: the first right with probability accept, else the second right
+  // with probability accept2 - accept (one draw decides both); wrong ones are right + 1 and right + 2.
+  std::vector<int32_t> cand(2 * static_cast<size_t>(depth));
+  for (int d = 0; d < depth; ++d) {
+    const double u = SplitMix64Uniform(&state_);
+    const int32_t right = recorded_[h + static_cast<size_t>(d)];
+    const int32_t wrong1 = static_cast<int32_t>((right + 1) % n_vocab_), wrong2 = static_cast<int32_t>((right + 2) % n_vocab_);
+    const bool first_right = u < accept_;
+    const bool second_right = !first_right && u < accept2_;  // probability accept2 - accept
+    cand[2 * static_cast<size_t>(d)] = first_right ? right : wrong1;
+    cand[2 * static_cast<size_t>(d) + 1] = second_right ? right : wrong2;
+  }
+  // Best first by path probability under the rates (first child accept, second accept2 - accept).
+  const double p[2] = {accept_, std::max(0.0, accept2_ - accept_)};
+  struct Open {
+    double prob;
+    int parent, depth, rank;
+    int64_t order;  // ties: the earlier opened first (deterministic)
+    bool operator<(const Open& o) const { return prob != o.prob ? prob < o.prob : order > o.order; }
+  };
+  std::priority_queue<Open> open;
+  int64_t order = 0;
+  auto push_children = [&](double prob, int parent, int d) {
+    if (d >= depth) return;
+    for (int r = 0; r < 2; ++r)
+      if (p[r] > 0 || r == 0) open.push({prob * p[r], parent, d, r, order++});
+  };
+  push_children(1.0, -1, 0);
+  while (!open.empty() && static_cast<int>(tree.size()) < max_nodes) {
+    const Open o = open.top();
+    open.pop();
+    tree.tokens.push_back(cand[2 * static_cast<size_t>(o.depth) + static_cast<size_t>(o.rank)]);
+    tree.parents.push_back(o.parent);
+    push_children(o.prob, static_cast<int>(tree.size()) - 1, o.depth + 1);
+  }
+  return tree;
+}
+
 LookupDecoder::LookupDecoder(Context& ctx, Sampler& sampler, const LookupParams& params, std::vector<int32_t> prompt)
     : ctx_(ctx), sampler_(sampler), p_(params), history_(std::move(prompt)), backoff_(params.backoff) {
   recent_sum_ = 1.0;  // optimistic start: a few passes must fail before drafting pauses
 }
 
 int32_t LookupDecoder::Sample() {
-  const int32_t t = sampler_.Sample(ctx_.logits(in_verify_ ? row_ : 0), ctx_.n_vocab());
+  const int row = in_verify_ ? path_.back() : 0;
+  const int32_t t = sampler_.Sample(ctx_.logits(row), ctx_.n_vocab());
   ++stats_.tokens;
-  matched_ = in_verify_ && row_ < static_cast<int>(draft_.size()) && t == draft_[static_cast<size_t>(row_)];
+  matched_ = false;
+  if (in_verify_) {  // a child of the current row (node row - 1) holding t
+    for (size_t i = 0; i < draft_.size() && !matched_; ++i) {
+      if (draft_.parents[i] == row - 1 && draft_.tokens[i] == t) {
+        matched_ = true;
+        next_ = static_cast<int>(i) + 1;
+      }
+    }
+  }
   if (matched_) {
     ++stats_.accepted;
     ++pass_accepted_;
@@ -88,12 +194,14 @@ int LookupDecoder::DraftLength(int k_max) const {
 void LookupDecoder::EndPass() {
   if (!in_verify_) return;
   // Per-token acceptance: the pass tested its draft up to the first mismatch (the draft's end if none).
-  const bool rejected = pass_accepted_ < static_cast<int>(draft_.size());
+  // The pass stopped before a leaf of the tree (the draft's end, for a chain).
+  const int last = path_.empty() ? 0 : path_.back() - 1;
+  const bool rejected = std::find(draft_.parents.begin(), draft_.parents.end(), last) != draft_.parents.end();
   stats_.rejected += rejected;
   accept_ew_ = 0.9 * accept_ew_ + pass_accepted_;
   reject_ew_ = 0.9 * reject_ew_ + (rejected ? 1 : 0);
   // The extra cost of a drafted token, in plain steps: (pass time / step time - 1) / k.
-  if (plain_s_ > 0 && !draft_.empty()) {
+  if (plain_s_ > 0 && !draft_.empty() && !tree_pass_) {
     const double extra = std::max(0.0, (pass_s_ / plain_s_ - 1) / static_cast<double>(draft_.size()));
     extra_cost_ = extra_cost_ < 0 ? extra : 0.75 * extra_cost_ + 0.25 * extra;
   }
@@ -113,8 +221,56 @@ void LookupDecoder::EndPass() {
     // The probe after the pause: two passes that accept nothing pause again, one good pass keeps drafting.
     recent_sum_ = p_.min_accept_per_pass * 1.5;
   }
+  if (tree_size_ >= 0) {
+    TreeSize& t = tree_sizes_[static_cast<size_t>(tree_size_)];
+    t.seconds = t.passes == 0 ? pass_s_ : 0.75 * t.seconds + 0.25 * pass_s_;
+    ++t.passes;
+    tree_size_ = -1;
+    // Which node positions this pass offered and which it accepted (the path's rows after the root).
+    if (node_offered_.size() < draft_.size()) {
+      node_offered_.resize(draft_.size(), 0);
+      node_accepted_.resize(draft_.size(), 0);
+    }
+    for (size_t i = 0; i < node_offered_.size(); ++i) {
+      node_offered_[i] = 0.95 * node_offered_[i] + (i < draft_.size() ? 1 : 0);
+      node_accepted_[i] *= 0.95;
+    }
+    for (size_t j = 1; j < path_.size(); ++j) node_accepted_[static_cast<size_t>(path_[j] - 1)] += 1;
+  }
   in_verify_ = false;
   pass_accepted_ = 0;
+}
+
+int LookupDecoder::TreeBudget() {
+  if (!p_.adaptive) return p_.tree_nodes;
+  if (tree_sizes_.empty()) {
+    for (int n = 3; n < p_.tree_nodes; n = 2 * n + 1) tree_sizes_.push_back({n});
+    tree_sizes_.push_back({p_.tree_nodes});
+  }
+  ++tree_choices_;
+  int pick = -1;
+  for (int i = static_cast<int>(tree_sizes_.size()) - 1; i >= 0 && pick < 0; --i)
+    if (tree_sizes_[static_cast<size_t>(i)].passes < 2) pick = i;  // each measured twice, largest first
+  const int n = static_cast<int>(tree_sizes_.size());
+  auto at = [&](int i) -> const TreeSize& { return tree_sizes_[static_cast<size_t>(i)]; };
+  if (pick < 0 && tree_choices_ % 16 == 0) {  // re-measure the one measured longest ago
+    pick = 0;
+    for (int i = 1; i < n; ++i)
+      if (at(i).last < at(pick).last) pick = i;
+  }
+  if (pick < 0) {  // the most expected tokens per second
+    double best = -1;
+    for (int i = 0; i < n; ++i) {
+      double tokens = 1;
+      for (size_t j = 0; j < static_cast<size_t>(at(i).nodes) && j < node_offered_.size(); ++j)
+        if (node_offered_[j] > 0) tokens += node_accepted_[j] / node_offered_[j];
+      const double rate = tokens / std::max(at(i).seconds, 1e-9);
+      if (rate > best) best = rate, pick = i;
+    }
+  }
+  tree_sizes_[static_cast<size_t>(pick)].last = tree_choices_;
+  tree_size_ = pick;
+  return tree_sizes_[static_cast<size_t>(pick)].nodes;
 }
 
 void LookupDecoder::CacheRebuilt() {
@@ -126,34 +282,37 @@ Status LookupDecoder::Advance(int32_t token, int max_draft) {
   history_.push_back(token);
   if (matched_) {  // the token is the draft's: its row was computed in the same pass
     matched_ = false;
-    ++row_;
+    path_.push_back(next_);
     return Status::Ok();
   }
-  // Roll back the rows after the last accepted token (none when the pass had no draft).
-  if (in_verify_) ctx_.Truncate(base_ + row_ + 1);
+  // Roll back the rows after the last accepted token (none when the pass had no draft): a tree keeps its
+  // accepted path, moved to the positions after base_.
+  if (in_verify_ && tree_pass_) ctx_.KeepTreePath(path_.data(), static_cast<int>(path_.size()));
+  else if (in_verify_) ctx_.Truncate(base_ + static_cast<int>(path_.size()));
   EndPass();
   const int base = ctx_.n_past();
   const int room = ctx_.n_ctx() - base - 1;  // the pass must fit in the context
   // A pass of at most one batch: its rejected rows can always be rolled back, sliding-window rings included
   // (Context::Truncate keeps the last batch of every ring).
-  int k = std::min({DraftLength(p_.n_draft), max_draft, room, ctx_.n_batch() - 1});
+  // A tree is n_draft deep (its cost is its node count, fixed; the chain length model does not apply).
+  const bool trees = p_.tree_nodes > 0 && (p_.tree_drafter || !p_.drafter);
+  int k = std::min({trees ? p_.n_draft : DraftLength(p_.n_draft), max_draft, room, ctx_.n_batch() - 1});
   // A drafter that always proposes would leave no plain step to time: the first step is a plain one.
   if (p_.adaptive && p_.costly_drafter && plain_s_ == 0) k = 0;
-  std::vector<int32_t> draft;
+  DraftTree draft;
   double draft_s = 0;
   if (k > 0 && p_.costly_drafter && pause_ > 0) {
     --pause_;  // a paused step does not pay for a draft it would drop
   } else if (k > 0) {
     const double t0 = Now();
-    draft = p_.drafter ? p_.drafter(history_, k) : LookupDraft(history_, k, p_.ngram_max, p_.ngram_min);
+    draft = Draft(k);
     draft_s = Now() - t0;
     stats_.draft_s += draft_s;
   }
-  if (static_cast<int>(draft.size()) > k) draft.resize(static_cast<size_t>(k));
   // A pause counts the steps that found a draft (the others cost nothing).
   if (!draft.empty() && pause_ > 0) {
     --pause_;
-    draft.clear();
+    draft = DraftTree();
   }
   if (draft.empty()) {
     const double t0 = Now();
@@ -167,19 +326,45 @@ Status LookupDecoder::Advance(int32_t token, int max_draft) {
   std::vector<int32_t> batch;
   batch.reserve(draft.size() + 1);
   batch.push_back(token);
-  batch.insert(batch.end(), draft.begin(), draft.end());
+  batch.insert(batch.end(), draft.tokens.begin(), draft.tokens.end());
+  const bool tree = !draft.IsChain();
   const double t0 = Now();
-  ED_RETURN_IF_ERROR(ctx_.Eval(batch.data(), static_cast<int>(batch.size()), true));
+  if (tree) {
+    std::vector<int> parents(batch.size());
+    parents[0] = -1;
+    for (size_t i = 0; i < draft.size(); ++i) parents[i + 1] = draft.parents[i] + 1;
+    ED_RETURN_IF_ERROR(ctx_.EvalTree(batch.data(), parents.data(), static_cast<int>(batch.size())));
+  } else {
+    ED_RETURN_IF_ERROR(ctx_.Eval(batch.data(), static_cast<int>(batch.size()), true));
+  }
   const double verify_s = Now() - t0;
   stats_.verify_s += verify_s;
   pass_s_ = draft_s + verify_s;  // what the pass cost against a plain step: the draft included
   ++stats_.verify_passes;
+  stats_.tree_passes += tree;
   stats_.drafted += static_cast<int64_t>(draft.size());
   draft_ = std::move(draft);
   in_verify_ = true;
+  tree_pass_ = tree;
   base_ = base;
-  row_ = 0;
+  path_.assign(1, 0);
   return Status::Ok();
+}
+
+DraftTree LookupDecoder::Draft(int k) {
+  DraftTree t;
+  if (p_.tree_nodes > 0 && (p_.tree_drafter || !p_.drafter)) {
+    // Room for the tree's nodes: the context after the root, and one batch.
+    const int nodes = std::min({TreeBudget(), ctx_.n_ctx() - ctx_.n_past() - 1, ctx_.n_batch() - 1});
+    t = p_.tree_drafter ? p_.tree_drafter(history_, nodes, k)
+                        : LookupTree(history_, nodes, k, p_.tree_width, p_.ngram_max, p_.ngram_min);
+    if (static_cast<int>(t.size()) > nodes) t = DraftTree();  // a drafter that broke its bound drafts nothing
+    return t;
+  }
+  t.tokens = p_.drafter ? p_.drafter(history_, k) : LookupDraft(history_, k, p_.ngram_max, p_.ngram_min);
+  if (static_cast<int>(t.tokens.size()) > k) t.tokens.resize(static_cast<size_t>(k));
+  for (size_t i = 0; i < t.tokens.size(); ++i) t.parents.push_back(static_cast<int>(i) - 1);
+  return t;
 }
 
 }  // namespace edgedecode::llm

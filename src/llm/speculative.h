@@ -33,6 +33,21 @@ namespace edgedecode::llm {
 // A drafter: up to n_draft tokens proposed to follow `history` (prompt + every token kept so far).
 using Drafter = std::function<std::vector<int32_t>(const std::vector<int32_t>& history, int n_draft)>;
 
+// A draft tree: several candidate continuations at once. Node i holds tokens[i] and follows node parents[i]
+// (-1: the root, the token being verified; else an earlier node, parents[i] < i). Siblings hold different
+// tokens. A chain is the tree with parents[i] = i - 1.
+struct DraftTree {
+  std::vector<int32_t> tokens;
+  std::vector<int> parents;
+  size_t size() const { return tokens.size(); }
+  bool empty() const { return tokens.empty(); }
+  bool IsChain() const;
+  // Adds `token` under `parent` unless that child exists; its index either way.
+  int Child(int parent, int32_t token);
+};
+// A tree drafter: at most max_nodes nodes, none deeper than max_depth (the root's children at depth 1).
+using TreeDrafter = std::function<DraftTree(const std::vector<int32_t>& history, int max_nodes, int max_depth)>;
+
 struct LookupParams {
   int n_draft = 4;     // tokens proposed per verify pass (0: off, every step a plain one)
   Drafter drafter;     // empty: the n-gram lookup below (LookupDraft)
@@ -53,6 +68,19 @@ struct LookupParams {
   // extra cost of a drafted token in plain steps (n_draft until both are measured). adaptive = false:
   // draft n_draft tokens whenever a match is found.
   bool adaptive = true;
+  // Token trees: with tree_nodes > 0 and a tree drafter (tree_drafter, or the n-gram lookup's several matches
+  // when both drafters are empty), each pass verifies a tree of up to tree_nodes drafted tokens at most
+  // n_draft deep in one forward pass (Context::EvalTree) and keeps the longest path the sampler accepts.
+  // Adaptive, the node budget of each pass is one of 3, 7, 15, ... below tree_nodes, or tree_nodes (trees of
+  // 4, 8, 16 rows: the kernels' tiles): the one with the most expected tokens per second, from the measured
+  // acceptance of each node position (a tree drafter lists its nodes most likely first and fills whatever
+  // budget it is given) over each budget's measured pass time (each tried twice first, largest first; every
+  // 16th pass re-measures the one measured longest ago). adaptive = false: tree_nodes always.
+  // Adaptive drafting still pauses while passes lose. A tree that comes out a chain is verified as one.
+  // tree_width: the n-gram lookup's continuations per tree (distinct matches).
+  int tree_nodes = 0;
+  int tree_width = 2;
+  TreeDrafter tree_drafter;
   double min_accept_per_pass = 0.4;
   int backoff = 4;
   int max_backoff = 32;
@@ -62,6 +90,7 @@ struct LookupStats {
   int64_t drafted = 0;        // draft tokens sent for verification
   int64_t accepted = 0;       // draft tokens the target confirmed (and the caller consumed)
   int64_t verify_passes = 0;  // forward passes with a draft
+  int64_t tree_passes = 0;    // ... of them with a branching tree (Context::EvalTree)
   int64_t plain_passes = 0;   // one-token forward passes (no draft found, drafting paused)
   int64_t tokens = 0;         // tokens sampled (one per emitted token)
   int64_t rejected = 0;       // verify passes whose draft the target left before its end
@@ -71,6 +100,12 @@ struct LookupStats {
   double acceptance() const { return drafted > 0 ? static_cast<double>(accepted) / drafted : 0.0; }
   int64_t passes() const { return verify_passes + plain_passes; }
 };
+
+// The n-gram lookup as a tree: the continuations (each at most max_depth tokens) of up to `width` distinct
+// earlier occurrences of the last n-gram (most recent and longest first, the first being LookupDraft's),
+// merged where they share a prefix, at most max_nodes nodes.
+DraftTree LookupTree(const std::vector<int32_t>& history, int max_nodes, int max_depth, int width, int ngram_max,
+                     int ngram_min);
 
 // The proposal: up to n_draft tokens that followed the most recent earlier occurrence of the last n
 // tokens of `history`, for n from ngram_max down to ngram_min; empty when none occurs.
@@ -82,12 +117,23 @@ std::vector<int32_t> LookupDraft(const std::vector<int32_t>& history, int n_draf
 // rate a of the speculative-decoding model, set by hand on any model (random weights included), to
 // measure what a verify pass gains at a given a. Deterministic for a seed. Past the recording's end, or
 // once the history has left it, it proposes nothing.
+//
+// Two candidates (accept2 > accept; for trees): at each position a second candidate as well, so that the
+// first is right with probability `accept` and one of the two with probability accept2 (the second is right
+// only where the first is wrong). Tree() lays them out as the max_nodes nodes of highest path probability
+// under those rates (each node's first child the first candidate, its second child the second); the
+// candidates of a position are the same under every parent (they only matter under the right one).
 class ReplayDrafter {
  public:
-  ReplayDrafter(std::vector<int32_t> prompt, std::vector<int32_t> continuation, double accept, uint64_t seed, int n_vocab);
+  ReplayDrafter(std::vector<int32_t> prompt, std::vector<int32_t> continuation, double accept, uint64_t seed, int n_vocab,
+                double accept2 = 0);
   std::vector<int32_t> operator()(const std::vector<int32_t>& history, int n_draft);
+  DraftTree Tree(const std::vector<int32_t>& history, int max_nodes, int max_depth);
 
  private:
+  // Whether history is the recording's prompt plus a prefix of its continuation (else nothing to replay).
+  bool OnRecording(const std::vector<int32_t>& history) const;
+  double accept2_;
   std::vector<int32_t> recorded_;  // prompt + continuation
   size_t prompt_len_;
   double accept_;
@@ -113,7 +159,7 @@ class LookupDecoder {
   void CacheRebuilt();
 
   // Positions of the accepted sequence in the cache: the tokens before the last sampled one.
-  int n_past() const { return in_verify_ ? base_ + row_ + 1 : ctx_.n_past(); }
+  int n_past() const { return in_verify_ ? base_ + static_cast<int>(path_.size()) : ctx_.n_past(); }
   const LookupStats& stats() const { return stats_; }
 
  private:
@@ -121,11 +167,14 @@ class LookupDecoder {
   Sampler& sampler_;
   LookupParams p_;
   std::vector<int32_t> history_;  // prompt + every sampled token kept
-  std::vector<int32_t> draft_;    // the draft of the last pass
+  DraftTree draft_;               // the draft of the last pass (row i + 1 holds node i's logits)
   bool in_verify_ = false;        // the last pass had a draft; rows 0..draft_.size() hold its logits
+  bool tree_pass_ = false;        // ... verified as a tree (Context::EvalTree), else as a chain
   int base_ = 0;                  // cache position of the pass's first token
-  int row_ = 0;                   // the logits row the next Sample reads
-  bool matched_ = false;          // the last Sample equals draft_[row_]
+  std::vector<int> path_;         // the rows accepted so far in the pass, the root first; the last is the
+                                  // row the next Sample reads
+  int next_ = 0;                  // the row of the draft node the last Sample matched
+  bool matched_ = false;          // the last Sample equals a child of the current row
   LookupStats stats_;
   // Adaptive state.
   double recent_sum_ = 0;         // accepted tokens over the recent window of verify passes
@@ -140,6 +189,21 @@ class LookupDecoder {
   double extra_cost_ = -1;        // running mean extra cost of a drafted token, in plain steps (-1: unknown)
   void EndPass();
   int DraftLength(int k_max) const;
+  // Adaptive tree size (see LookupParams::tree_nodes): the budgets tried and their tokens per second.
+  struct TreeSize {
+    int nodes;
+    double seconds = 0;  // running mean seconds of its passes
+    int passes = 0;
+    int64_t last = 0;    // the choice at which it was last used
+  };
+  std::vector<TreeSize> tree_sizes_;
+  int tree_size_ = -1;          // tree_sizes_ index of the pass being drafted / verified (-1: none)
+  int64_t tree_choices_ = 0;
+  std::vector<double> node_offered_, node_accepted_;  // per node index: decayed counts of passes offering it
+                                                      // and of those that accepted it
+  int TreeBudget();
+  // The draft for a pass of at most k tokens deep (a tree where trees are on, else a chain).
+  DraftTree Draft(int k);
 };
 
 }  // namespace edgedecode::llm
