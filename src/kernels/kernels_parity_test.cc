@@ -601,7 +601,7 @@ TEST(KernelsParity, AttentionScoresMatchReference) {
         std::vector<uint8_t> K;
         const std::vector<float> kf = KeysOfThreeHeadRows(t, hd, n, rng, &K);
         const uint8_t* head = K.data() + RowBytes(t, hd);
-        for (int64_t m : {1, 2, 3, 8}) {
+        for (int64_t m : {1, 2, 3, 5, 8, 12}) {
           const int64_t ldq = hd + 1, lds = n + 2;
           std::vector<float> q(static_cast<size_t>(m * ldq));
           for (float& f : q) f = nd(rng);
