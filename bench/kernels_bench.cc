@@ -5,8 +5,9 @@
 // dot-product peak (independent vpdpbusd chains) beside the packed q4_0 kernel at m = 8 on a matrix that
 // stays in L2, so verify's compute floor (K tokens' MACs / that rate) can be set against a decode step,
 // and the same kernel on a matrix streamed from DRAM (the gap is what the memory side costs); medians.
-// Usage: kernels_bench [seconds_per_case=0.5] [verify|act]   (verify: the compute-side lines only; act: the
-// times of gemma's GELU gate and soft-caps per ISA, ActivationTimes)
+// Usage: kernels_bench [seconds_per_case=0.5] [verify|act|attn]   (verify: the compute-side lines only; act:
+// the times of gemma's GELU gate and soft-caps per ISA, ActivationTimes; attn: the stages of decode
+// attention per ISA, AttentionTimes)
 #if defined(__x86_64__)
 #include <immintrin.h>
 #elif defined(__aarch64__)
@@ -212,6 +213,49 @@ void ActivationTimes(double budget) {
   }
 }
 
+// The stages of decode attention on one KV head of f16 keys and values (TinyLlama's shape: a group of 8
+// query heads, head_dim 64) over 1024 positions that stay in L2, in chunks of 128 positions as the
+// runtime walks them: the scores, the scale + max and exp + sum of the softmax, the weighted V sum; the
+// best call's ns per position per ISA (the compute side of attention at depth; 1 thread).
+void AttentionTimes(double budget) {
+  constexpr int64_t kHd = 64, kGroup = 8, kN = 1024, kC = 128;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> kv(kN * kHd), q(kGroup * kHd), s(kGroup * kC), w(kGroup * kC), acc(kGroup * kHd);
+  for (float& f : kv) f = nd(rng);
+  for (float& f : q) f = nd(rng);
+  const size_t rb = RowBytes(GgmlType::kF16, kHd);
+  std::vector<uint8_t> K(rb * kN), V(rb * kN);
+  for (int64_t t = 0; t < kN; ++t) {
+    quant::QuantizeRow(GgmlType::kF16, kv.data() + t * kHd, K.data() + t * rb, kHd);
+    quant::QuantizeRow(GgmlType::kF16, kv.data() + (kN - 1 - t) * kHd, V.data() + t * rb, kHd);
+  }
+  for (kernels::Isa isa : {kernels::Isa::kRef, kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kNeon}) {
+    if (!kernels::IsaAvailable(isa)) continue;
+    volatile float sink = 0;
+    auto stage = [&](auto fn) {  // ns per position of fn over the kN positions
+      return 1.0 / Rate(kN, isa == kernels::Isa::kRef ? std::min(budget, 0.2) : budget, [&](int) {
+        for (int64_t t0 = 0; t0 < kN; t0 += kC) fn(t0);
+      });
+    };
+    const double scores = stage([&](int64_t t0) {
+      kernels::AttentionScores(isa, GgmlType::kF16, K.data() + t0 * rb, rb, kHd, kC, q.data(), kHd, kGroup, s.data(), kC);
+    });
+    const double softmax = stage([&](int64_t) {
+      for (int64_t g = 0; g < kGroup; ++g) {
+        const float mx = kernels::ScaleMax(isa, s.data() + g * kC, kC, 1.0f, -INFINITY);
+        sink = sink + kernels::ExpSubSum(isa, s.data() + g * kC, mx, w.data() + g * kC, kC);
+      }
+    });
+    const double values = stage([&](int64_t t0) {
+      kernels::AccumulateRows(isa, GgmlType::kF16, V.data() + t0 * rb, rb, kHd, kC, w.data(), kC, kGroup, acc.data(), kHd);
+    });
+    std::printf("attention, f16 K/V, 8 heads x 64 dims, %-7s scores %6.2f  softmax %6.2f  V %6.2f  ns/position\n",
+                kernels::IsaName(isa), scores, softmax, values);
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -219,6 +263,10 @@ int main(int argc, char** argv) {
   const bool verify_only = argc > 2 && std::strcmp(argv[2], "verify") == 0;  // skip the per-type table
   if (argc > 2 && std::strcmp(argv[2], "act") == 0) {  // gemma's activations only
     ActivationTimes(budget);
+    return 0;
+  }
+  if (argc > 2 && std::strcmp(argv[2], "attn") == 0) {  // the stages of decode attention
+    AttentionTimes(budget);
     return 0;
   }
   // Baselines over 512 MiB.

@@ -588,8 +588,8 @@ std::vector<float> KeysOfThreeHeadRows(GgmlType t, int64_t hd, int64_t n, std::m
 
 // Attention's Q.K scores over float keys: every ISA within float rounding of the reference's double sums
 // (|err| <= 1e-5 * sum|q_d k_d|, the float-path tolerance above), for positions not a multiple of the
-// lane count, odd head counts (the AVX-512 build pairs heads), head dims with and without a vector tail,
-// and keys at a cache stride.
+// lane count, odd head counts (the AVX-512 build pairs heads, and puts groups of 4 to 8 heads in lanes:
+// 5, 8, and 12 = 8 + 4), head dims with and without a vector tail, and keys at a cache stride.
 TEST(KernelsParity, AttentionScoresMatchReference) {
   std::mt19937 rng(47);
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -601,7 +601,7 @@ TEST(KernelsParity, AttentionScoresMatchReference) {
         std::vector<uint8_t> K;
         const std::vector<float> kf = KeysOfThreeHeadRows(t, hd, n, rng, &K);
         const uint8_t* head = K.data() + RowBytes(t, hd);
-        for (int64_t m : {1, 2, 3, 8}) {
+        for (int64_t m : {1, 2, 3, 5, 8, 12}) {
           const int64_t ldq = hd + 1, lds = n + 2;
           std::vector<float> q(static_cast<size_t>(m * ldq));
           for (float& f : q) f = nd(rng);
