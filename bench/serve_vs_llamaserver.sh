@@ -73,6 +73,7 @@ server_argv() {  # NAME PORT: sets cmd to one server's command line
 }
 log=$(mktemp -d)
 pid=0
+failed=0
 trap '((pid > 0)) && kill "$pid" 2>/dev/null; rm -rf "$log"' EXIT
 run_one() {  # NAME REP: start the server, wait for /health 200, drive it, stop it
   local name=$1 rep=$2 port cmd
@@ -85,9 +86,17 @@ run_one() {  # NAME REP: start the server, wait for /health 200, drive it, stop 
     sleep 0.5
   done
   echo "bench: rep $rep: $name" >&2
-  "$node" "$here/bench/serve_bench.mjs" --url "http://127.0.0.1:$port" --seed $((rep + 1)) "${bench_args[@]}" |
-    sed "s/^{/{\"server\":\"$name\",\"rep\":$rep,/" >>"$log/results.jsonl"
-  kill "$pid"; wait "$pid" 2>/dev/null || true
+  # A rep whose driver fails (a server that closed the connection or died) is left out, and said so.
+  if "$node" "$here/bench/serve_bench.mjs" --url "http://127.0.0.1:$port" --seed $((rep + 1)) "${bench_args[@]}" >"$log/one.json" \
+       2>"$log/driver.err"; then
+    sed "s/^{/{\"server\":\"$name\",\"rep\":$rep,/" "$log/one.json" >>"$log/results.jsonl"
+  else
+    echo "bench: rep $rep: $name: the driver failed, the rep is left out: $(grep -m1 -E 'Error|error' "$log/driver.err")" >&2
+    kill -0 "$pid" 2>/dev/null || { echo "bench: $name exited; its log ends:" >&2; tail -5 "$log/$name.log" >&2; }
+    failed=$((failed + 1))
+  fi
+  grep -h "phase run again" "$log/driver.err" >&2 || true
+  kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
   pid=0
 }
 for ((r = 0; r < reps; r++)); do
@@ -101,4 +110,5 @@ server_argv llama-server PORT; echo "    ${cmd[*]}"
 echo "    node bench/serve_bench.mjs --url http://127.0.0.1:PORT ${bench_args[*]} --seed REP+1"
 echo
 "$node" "$here/bench/serve_bench.mjs" --summarize "$log/results.jsonl"
+((failed == 0)) || echo "($failed server run(s) left out: their driver failed, see above)"
 if [[ -n ${KEEP_RESULTS:-} ]]; then cp "$log/results.jsonl" "$KEEP_RESULTS"; fi
