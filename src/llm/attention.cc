@@ -34,6 +34,18 @@ float ScaleCapMax(kernels::Isa isa, float* s, int n, float scale, float cap, flo
   return kernels::SoftcapMax(isa, s, n, scale, cap, mx);
 }
 
+// Head kvh of nt position-major cache rows (quantized blocks that span heads) as f32 rows of hd floats in
+// tmp, row tt read from cache row slot_of(tt): each whole row dequantized, then the head's slice copied.
+template <class SlotOf>
+void DequantizeHeadRows(kernels::Isa isa, const uint8_t* c, size_t row_bytes, GgmlType t, int hd, int kvd, int kvh,
+                        int nt, SlotOf slot_of, std::vector<float>* tmp) {
+  tmp->resize(static_cast<size_t>(nt + 1) * kvd);
+  float* whole = tmp->data() + static_cast<size_t>(nt) * kvd;
+  for (int tt = 0; tt < nt; ++tt) {
+    kernels::DequantizeRow(isa, t, c + static_cast<size_t>(slot_of(tt)) * row_bytes, whole, kvd);
+    std::memcpy(tmp->data() + static_cast<size_t>(tt) * hd, whole + static_cast<size_t>(kvh) * hd, sizeof(float) * hd);
+  }
+}
 }  // namespace
 
 // Where attention reads head kvh of positions [t0, t0+nt) of a layer's cache (c): in place, in the stored
@@ -45,13 +57,7 @@ Context::HeadRows Context::HeadRowsAt(const uint8_t* c, size_t row_bytes, GgmlTy
   const ModelConfig& cfg = model_.config();
   const int hd = cfg.head_dim;
   if (ByHead(t)) return {c + HeadRowOffset(t, kvh, t0, rows), RowBytes(t, hd), t};
-  const int kvd = cfg.kv_dim();
-  tmp->resize(static_cast<size_t>(nt + 1) * kvd);
-  float* row = tmp->data() + static_cast<size_t>(nt) * kvd;  // the whole row, then this head's slice
-  for (int tt = 0; tt < nt; ++tt) {
-    kernels::DequantizeRow(params_.isa, t, c + static_cast<size_t>(t0 + tt) * row_bytes, row, kvd);
-    std::memcpy(tmp->data() + static_cast<size_t>(tt) * hd, row + static_cast<size_t>(kvh) * hd, sizeof(float) * hd);
-  }
+  DequantizeHeadRows(params_.isa, c, row_bytes, t, hd, cfg.kv_dim(), kvh, nt, [t0](int tt) { return t0 + tt; }, tmp);
   return {reinterpret_cast<const uint8_t*>(tmp->data()), sizeof(float) * hd, GgmlType::kF32};
 }
 
@@ -103,14 +109,8 @@ Context::HeadRows Context::ItemRows(const AttentionItem& it, bool v, int kvh, in
       std::memcpy(dst + static_cast<size_t>(tt) * hb, c + HeadRowOffset(t, kvh, r.Slot(t0 + tt) % it.rows, it.rows), hb);
     return {dst, hb, t};
   }
-  const int kvd = model_.config().kv_dim();
-  tmp->resize(static_cast<size_t>(nt + 1) * kvd);
-  float* whole = tmp->data() + static_cast<size_t>(nt) * kvd;
-  for (int tt = 0; tt < nt; ++tt) {
-    const size_t slot = static_cast<size_t>(r.Slot(t0 + tt) % it.rows);
-    kernels::DequantizeRow(params_.isa, t, c + slot * row_bytes, whole, kvd);
-    std::memcpy(tmp->data() + static_cast<size_t>(tt) * hd, whole + static_cast<size_t>(kvh) * hd, sizeof(float) * hd);
-  }
+  DequantizeHeadRows(params_.isa, c, row_bytes, t, hd, model_.config().kv_dim(), kvh, nt,
+                     [&](int tt) { return r.Slot(t0 + tt) % it.rows; }, tmp);
   return {reinterpret_cast<const uint8_t*>(tmp->data()), sizeof(float) * hd, GgmlType::kF32};
 }
 
