@@ -183,6 +183,47 @@ TEST_F(EvalMulti, RowsPackedIntoSeveralPasses) {
   EXPECT_LE(Compare(llama(), GgmlType::kF16, 3, {10, 22, 4, 15, 9}, 3, /*chunk=*/3), 1e-5);
 }
 
+TEST_F(EvalMulti, AllLogitsRowsEqualEvalOfEveryRow) {
+  // serve's speculative verify: some sequences keep the logits of every row (a draft after the next token),
+  // the lead (last) one included, whose rows move down within its own scratch.
+  for (const llm::Model* m : {&llama(), &gemma()}) {
+    const int nv = m->config().n_vocab;
+    const std::vector<int> lengths = {30, 12, 45};
+    const std::vector<int> rows_of = {4, 1, 3};
+    const std::vector<bool> all = {true, false, true};
+    std::vector<std::unique_ptr<llm::Context>> ref, bat;
+    std::vector<std::vector<int32_t>> prompts, draft;
+    std::vector<llm::SeqTokens> rows;
+    for (size_t s = 0; s < lengths.size(); ++s) {
+      prompts.push_back(Prompt(lengths[s], static_cast<int>(s) + 3, nv));
+      draft.push_back(Prompt(rows_of[s], static_cast<int>(s) + 7, nv));
+      ref.push_back(Make(*m, GgmlType::kF16, 16));
+      bat.push_back(Make(*m, GgmlType::kF16, 16));
+      ASSERT_TRUE(ref[s]->Eval(prompts[s].data(), lengths[s], false).ok());
+      ASSERT_TRUE(bat[s]->Eval(prompts[s].data(), lengths[s], false).ok());
+      ASSERT_TRUE(ref[s]->Eval(draft[s].data(), rows_of[s], all[s]).ok());
+    }
+    for (size_t s = 0; s < lengths.size(); ++s) rows.push_back({bat[s].get(), draft[s].data(), rows_of[s], all[s]});
+    const Status st = llm::Context::EvalMulti(rows);
+    ASSERT_TRUE(st.ok()) << st.message();
+    for (size_t s = 0; s < lengths.size(); ++s) {
+      ASSERT_EQ(bat[s]->n_logit_rows(), all[s] ? rows_of[s] : 1) << "sequence " << s;
+      EXPECT_EQ(bat[s]->n_past(), ref[s]->n_past());
+      for (int r = 0; r < bat[s]->n_logit_rows(); ++r)
+        EXPECT_LE(MaxDiff(bat[s]->logits(r), ref[s]->logits(r), nv), 1e-5) << "sequence " << s << " row " << r;
+    }
+    // Rows beyond one pass cannot all keep their logits: refused, no cache changed.
+    std::vector<int32_t> many = Prompt(16, 9, nv);
+    const int before0 = bat[0]->n_past(), before2 = bat[2]->n_past();
+    const Status big = llm::Context::EvalMulti(std::vector<llm::SeqTokens>{{bat[0].get(), many.data(), 8, true},
+                                                                          {bat[2].get(), many.data(), 9}});
+    EXPECT_EQ(big.code(), StatusCode::kInvalidArgument) << big.message();
+    EXPECT_NE(big.message().find("one pass"), std::string::npos) << big.message();
+    EXPECT_EQ(bat[0]->n_past(), before0);
+    EXPECT_EQ(bat[2]->n_past(), before2);
+  }
+}
+
 TEST_F(EvalMulti, TheComparisonSeesAWrongPosition) {
   // What the checks above would catch: the same token after the same prompt at depth 21 against depth 20
   // (a row given another row's position), and another sequence's history at the same depth (another cache).

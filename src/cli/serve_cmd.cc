@@ -26,6 +26,7 @@ struct ServeOptions {
   std::string api_key, chat_template;
   bool no_auth = false;
   size_t max_body = 1 << 20;
+  serve::SpecOptions spec;
 };
 
 bool IsLoopback(const std::string& host) {
@@ -37,6 +38,7 @@ Status Validate(const ServeOptions& so) {
   if (so.parallel < 1 || so.parallel > 256) return InvalidArgument("--parallel must be in [1, 256]");
   if (so.queue < -1) return InvalidArgument("--queue must be >= 0");
   if (so.max_body < 1024) return InvalidArgument("--max-body must be >= 1024 bytes");
+  if (so.spec.lookup < 0 || so.spec.lookup > 64) return InvalidArgument("--lookup must be in [0, 64]");
   if (!IsLoopback(so.host) && so.api_key.empty() && !so.no_auth)
     return InvalidArgument("--host " + so.host +
                            " listens beyond this machine: set --api-key KEY (clients send 'Authorization: Bearer KEY'), "
@@ -108,6 +110,9 @@ int ServeMain(int argc, char** argv) {
   app.add_flag("--no-auth", so.no_auth, "allow a non-loopback --host without --api-key");
   app.add_option("--chat-template", so.chat_template, "a Jinja template FILE instead of the model's, for /v1/chat/completions");
   app.add_option("--max-body", so.max_body, "largest request body in bytes; beyond it 413")->capture_default_str();
+  app.add_option("--lookup", so.spec.lookup, "speculative decoding by prompt lookup: up to N tokens that followed the last "
+                 "n-gram earlier in the prompt or answer are verified with the next one in the same pass; the output is the "
+                 "same as without it (0: off)")->capture_default_str();
   // llama-server's spelling of --parallel (CLI11 takes single-dash names of one letter only).
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "-np") argv[i] = const_cast<char*>("--parallel");
@@ -141,7 +146,7 @@ int ServeMain(int argc, char** argv) {
     chat_error = cp.status().message() + "; start serve with --chat-template FILE to use /v1/chat/completions";
   }
   const int n_ctx = (*ctxs)[0]->n_ctx(), n_threads = (*ctxs)[0]->n_threads();
-  serve::Scheduler sched(std::move(*ctxs), w->model->tokenizer(), mo.n_batch, so.queue);
+  serve::Scheduler sched(std::move(*ctxs), w->model->tokenizer(), mo.n_batch, so.queue, so.spec);
   api.SetReady(*w->model, std::move(chat), chat_error, sched);
   std::fprintf(stderr, "%s: ready: %d slot(s) x %d tokens of context, %d threads, queue %d%s%s\n", cmd.c_str(), so.parallel,
                n_ctx, n_threads, so.queue, so.api_key.empty() ? "" : ", API key required",

@@ -414,6 +414,10 @@ std::string Api::Metrics() const {
          one("edgedecode_prompt_tokens_reused_total", static_cast<double>(st.reused_tokens)));
   metric("edgedecode_completion_tokens_total", "counter", "Tokens generated (tokens out).",
          one("edgedecode_completion_tokens_total", static_cast<double>(st.completion_tokens)));
+  metric("edgedecode_draft_tokens_total", "counter", "Speculative decoding (--lookup): tokens drafted and verified.",
+         one("edgedecode_draft_tokens_total", static_cast<double>(st.draft_tokens)));
+  metric("edgedecode_draft_tokens_accepted_total", "counter", "Speculative decoding: drafted tokens the model confirmed.",
+         one("edgedecode_draft_tokens_accepted_total", static_cast<double>(st.draft_accepted)));
   metric("edgedecode_queue_depth", "gauge", "Requests waiting for a slot.", one("edgedecode_queue_depth", st.queue_depth));
   metric("edgedecode_slots_busy", "gauge", "Slots generating.", one("edgedecode_slots_busy", st.slots_busy));
   metric("edgedecode_slots", "gauge", "Slots (--parallel).", one("edgedecode_slots", st.slots));

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "llm/prefix_reuse.h"
+#include "llm/speculative.h"
 #include "llm/stop_strings.h"
 
 namespace edgedecode::cli::serve {
@@ -33,6 +34,9 @@ struct Scheduler::Slot {
   tok::Utf8Stream utf8;
   int32_t prev = -1;
   int32_t next = -1;  // the sampled token the step's pass evaluates
+  std::vector<int32_t> verify;  // the rows of the step's pass: next, then its draft
+  int drafted = 0;              // draft rows the last pass evaluated after next (their logits kept)
+  int pause = 0, backoff = 4;   // drafting paused for `pause` more steps; the next pause after a failed draft
   int generated = 0;
   std::vector<std::pair<double, int32_t>> ranked;  // scratch of TokenLogprobOf
   std::optional<llm::JsonMatcher> matcher;  // the job's response_format
@@ -84,8 +88,9 @@ std::vector<std::string> VocabPieces(const tok::Tokenizer& tk) {
 }  // namespace
 
 Scheduler::Scheduler(std::vector<std::unique_ptr<llm::Context>> contexts, const tok::Tokenizer& tk, int n_batch,
-                     int queue_limit)
-    : tk_(tk), vocab_bytes_(VocabPieces(tk)), n_batch_(std::max(1, n_batch)), queue_limit_(static_cast<size_t>(std::max(0, queue_limit))) {
+                     int queue_limit, SpecOptions spec)
+    : tk_(tk), vocab_bytes_(VocabPieces(tk)), n_batch_(std::max(1, n_batch)),
+      queue_limit_(static_cast<size_t>(std::max(0, queue_limit))), spec_(spec) {
   for (auto& c : contexts) {
     auto s = std::make_unique<Slot>();
     s->ctx = std::move(c);
@@ -168,6 +173,9 @@ void Scheduler::AssignLocked() {
     s.utf8 = tok::Utf8Stream();
     s.prev = job->prompt.back();
     s.generated = 0;
+    s.drafted = 0;
+    s.pause = 0;
+    s.backoff = 4;
     s.matcher.reset();
     if (job->grammar) s.matcher.emplace(job->grammar);
     ++busy_;
@@ -200,16 +208,23 @@ constexpr int kChunkWhileDecoding = 16;
 
 void Scheduler::Step() {
   std::vector<Slot*> decoding;
+  bool prefill_waits = false;
   for (auto& sp : slots_) {
     Slot& s = *sp;
     if (!s.job) continue;
     if (s.job->cancelled) Finish(s, "cancelled");
     else if (!s.prefilling && Decode(s)) decoding.push_back(&s);
+    prefill_waits = prefill_waits || (s.job && s.prefilling);
   }
+  // Every row of a pass with drafts fits in one pass (their logits are kept); one row stays for a prefill.
+  const int batch = std::min(slots_.empty() ? 1 : slots_[0]->ctx->n_batch(), n_batch_);
+  int used = static_cast<int>(decoding.size());
   std::vector<llm::SeqTokens> rows;
   std::vector<Slot*> row_slots;
   for (Slot* s : decoding) {
-    rows.push_back({s->ctx.get(), &s->next, 1});
+    Draft(*s, batch - used - (prefill_waits ? 1 : 0));
+    used += static_cast<int>(s->verify.size()) - 1;
+    rows.push_back({s->ctx.get(), s->verify.data(), static_cast<int>(s->verify.size()), s->verify.size() > 1});
     row_slots.push_back(s);
   }
   // One prefilling slot, round-robin, adds a chunk of its prompt to the pass.
@@ -218,8 +233,7 @@ void Scheduler::Step() {
     if (!s.job || !s.prefilling) continue;
     next_prefill_ = (next_prefill_ + k + 1) % slots_.size();
     // With decode rows, the chunk takes what they leave of one pass (at least a token).
-    const int batch = std::min(s.ctx->n_batch(), n_batch_);
-    const int limit = decoding.empty() ? batch : std::min(kChunkWhileDecoding, batch - static_cast<int>(decoding.size()));
+    const int limit = decoding.empty() ? std::min(s.ctx->n_batch(), n_batch_) : std::min(kChunkWhileDecoding, batch - used);
     const int n = PrefillChunk(s, limit);
     if (n > 0) {
       rows.push_back({s.ctx.get(), s.job->prompt.data() + s.cached.size(), n});
@@ -236,9 +250,29 @@ void Scheduler::Step() {
   // logits that overflow) ends only the job it belongs to.
   for (size_t r = 0; r < rows.size(); ++r) {
     Slot& s = *row_slots[r];
-    if (Status st = s.ctx->Eval(rows[r].tokens, rows[r].n, false); !st.ok()) Finish(s, "error", st);
+    if (Status st = s.ctx->Eval(rows[r].tokens, rows[r].n, rows[r].all_logits); !st.ok()) Finish(s, "error", st);
     else Evaluated(s, rows[r].n);
   }
+}
+
+void Scheduler::Draft(Slot& s, int room) {
+  s.verify.assign(1, s.next);
+  if (spec_.lookup <= 0 || s.matcher || room <= 0) return;
+  const llm::Context& ctx = *s.ctx;
+  // Rows past next: within the room, the context, a batch (so that the rollback keeps sliding-window rings)
+  // and what the answer may still take (row i of the pass gives its token i + 2 from now).
+  const int k = std::min({spec_.lookup, room, ctx.n_batch() - 1, ctx.n_ctx() - ctx.n_past() - 1,
+                          s.job->max_tokens - s.generated - 1});
+  if (k <= 0) return;
+  s.cached.push_back(s.next);  // the history the draft continues: the cache's tokens, then next
+  const std::vector<int32_t> draft = llm::LookupDraft(s.cached, k, spec_.ngram_max, spec_.ngram_min);
+  s.cached.pop_back();
+  if (draft.empty()) return;
+  if (s.pause > 0) {  // a pause counts the steps that found a draft
+    --s.pause;
+    return;
+  }
+  s.verify.insert(s.verify.end(), draft.begin(), draft.end());
 }
 
 int Scheduler::PrefillChunk(Slot& s, int limit) {
@@ -270,10 +304,38 @@ void Scheduler::Evaluated(Slot& s, int n) {
     if (s.cached.size() == prompt.size()) s.prefilling = false;
     return;
   }
-  s.cached.push_back(s.next);
+  s.cached.insert(s.cached.end(), s.verify.begin(), s.verify.begin() + n);
+  s.drafted = n - 1;
 }
 
 bool Scheduler::Decode(Slot& s) {
+  llm::Context& ctx = *s.ctx;
+  const int k = s.drafted;
+  s.drafted = 0;
+  const int base = ctx.n_past() - k;  // the cache's positions before the draft rows (next included)
+  for (int row = 0;; ++row) {
+    int32_t t = -1;
+    const bool more = Emit(s, row, base + row, &t);
+    if (more && row < k && t == s.verify[static_cast<size_t>(row) + 1]) continue;  // the draft holds
+    // Rows past this one drafted what did not come: dropped, so that t goes after the kept ones.
+    ctx.Truncate(base + row);
+    s.cached.resize(static_cast<size_t>(ctx.n_past()));
+    if (k > 0) {
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        totals_.draft_tokens += static_cast<uint64_t>(k);
+        totals_.draft_accepted += static_cast<uint64_t>(row);
+      }
+      if (row == 0) s.pause = s.backoff, s.backoff = std::min(2 * s.backoff, 32);
+      else s.backoff = 4;
+    }
+    if (!more) return false;
+    s.next = t;
+    return true;
+  }
+}
+
+bool Scheduler::Emit(Slot& s, int row, int n_cached, int32_t* token) {
   Job& job = *s.job;
   llm::Context& ctx = *s.ctx;
   auto finish = [&](const char* reason) {
@@ -281,7 +343,7 @@ bool Scheduler::Decode(Slot& s) {
     return false;
   };
   // The same order of checks as `run`, so that greedy output is the same token for token.
-  const int32_t next = s.matcher ? SampleConstrained(s) : s.sampler->Sample(ctx.logits(0), ctx.n_vocab());
+  const int32_t next = s.matcher ? SampleConstrained(s, row) : s.sampler->Sample(ctx.logits(row), ctx.n_vocab());
   if (next < 0) return finish(s.matcher->Complete() ? "stop" : "length");
   if (s.matcher && tk_.IsEndOfGeneration(next)) return finish("stop");  // only allowed once complete
   if (!job.ignore_eos && tk_.IsEndOfGeneration(next)) return finish("stop");
@@ -294,7 +356,7 @@ bool Scheduler::Decode(Slot& s) {
   const std::string out = s.stopper->Push(s.utf8.Push(piece));
   std::optional<TokenLogprob> lp;
   if (job.top_logprobs >= 0)
-    lp = TokenLogprobOf(ctx.logits(0), ctx.n_vocab(), next, piece, job.top_logprobs, tk_, &s.ranked);
+    lp = TokenLogprobOf(ctx.logits(row), ctx.n_vocab(), next, piece, job.top_logprobs, tk_, &s.ranked);
   {
     std::lock_guard<std::mutex> jl(job.mu);
     job.completion_tokens = s.generated;
@@ -309,15 +371,15 @@ bool Scheduler::Decode(Slot& s) {
     ++totals_.completion_tokens;
   }
   if (s.stopper->stopped()) return finish("stop");
-  if (s.generated >= job.max_tokens || ctx.n_past() >= ctx.n_ctx()) return finish("length");
-  s.next = next;
+  if (s.generated >= job.max_tokens || n_cached >= ctx.n_ctx()) return finish("length");
+  *token = next;
   return true;
 }
 
-int32_t Scheduler::SampleConstrained(Slot& s) {
+int32_t Scheduler::SampleConstrained(Slot& s, int row) {
   const llm::Context& ctx = *s.ctx;
   const int nv = ctx.n_vocab();
-  const float* logits = ctx.logits(0);
+  const float* logits = ctx.logits(row);
   s.matcher->AllowedTokens(vocab_bytes_, &s.allowed);
   const bool complete = s.matcher->Complete();
   s.masked.assign(logits, logits + nv);

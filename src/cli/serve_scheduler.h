@@ -4,7 +4,15 @@
 // evaluates all of them in one forward pass over the slots' contexts (llm::Context::EvalMulti: one read of
 // the weights for every stream), together with one prefill chunk of one prefilling slot (round-robin), kept
 // short while others decode so that a long prompt never stalls the other streams. A new job goes to the free slot whose cached tokens share the longest prefix with its prompt, and only
-// the rest of the prompt is prefilled (llm::EvalReusingPrefix). Prints nothing.
+// the rest of the prompt is prefilled (llm::EvalReusingPrefix).
+//
+// Speculative decoding (SpecOptions::lookup > 0): a decoding slot whose history (prompt and answer so far)
+// repeats its last n-gram appends the tokens that followed it as a draft to its row of the pass, with the
+// logits of every row kept; the next step samples from those rows one by one, as plain decoding would, while
+// the sampled token equals the drafted one, and drops the rejected rows from the slot's cache. The tokens
+// out are those of plain decoding (same sampler calls, same logits bits); only the tokens per pass change.
+// A slot whose drafts keep failing pauses drafting (4 steps, doubling to 32 while probes fail). Jobs with a
+// response_format do not draft. Prints nothing.
 #pragma once
 
 #include <atomic>
@@ -70,14 +78,23 @@ struct Job {
 
 struct SchedulerStats {
   uint64_t prompt_tokens = 0, completion_tokens = 0, reused_tokens = 0;
+  uint64_t draft_tokens = 0, draft_accepted = 0;  // speculative decoding: drafted, and kept
   int queue_depth = 0, slots_busy = 0, slots = 0;
   int64_t kv_cells_used = 0, kv_cells_total = 0;
+};
+
+// Speculative decoding by prompt lookup (see above); lookup = 0: off.
+struct SpecOptions {
+  int lookup = 0;     // the longest draft
+  int ngram_max = 3;  // the n-gram sizes matched, longest first
+  int ngram_min = 1;
 };
 
 class Scheduler {
  public:
   // contexts: one per slot, all over the same model; queue_limit: jobs waiting beyond the busy slots.
-  Scheduler(std::vector<std::unique_ptr<llm::Context>> contexts, const tok::Tokenizer& tk, int n_batch, int queue_limit);
+  Scheduler(std::vector<std::unique_ptr<llm::Context>> contexts, const tok::Tokenizer& tk, int n_batch, int queue_limit,
+            SpecOptions spec = {});
   ~Scheduler();  // Drain()s
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -99,9 +116,15 @@ class Scheduler {
   // One step of every busy slot: a token sampled and sent for each decoding one, then one forward pass with
   // their tokens and (at most) one prefill chunk of one prefilling slot.
   void Step();
-  // Samples, sends and checks the next token of a decoding slot; true when it is to be evaluated (s.next),
-  // false when the job finished.
+  // Samples, sends and checks the next token(s) of a decoding slot -- one per logits row the last pass kept
+  // for it, while they confirm its draft -- and drops the rejected draft rows from its cache; true when
+  // s.next is to be evaluated, false when the job finished.
   bool Decode(Slot& s);
+  // Samples, sends and checks one token from logits row `row`, after n_cached valid cache positions; false
+  // when the job finished.
+  bool Emit(Slot& s, int row, int n_cached, int32_t* token);
+  // Up to `room` draft tokens to follow s.next (none while paused, for grammar jobs, or near the limits).
+  void Draft(Slot& s, int room);
   // The prompt tokens a prefilling slot evaluates next (after dropping the part of its cache the prompt does
   // not share, on its first chunk): at most `limit`.
   int PrefillChunk(Slot& s, int limit);
@@ -111,12 +134,13 @@ class Scheduler {
 
   // Samples the next token of a job with a grammar: the logits of the tokens that would break the JSON (and
   // of end-of-generation until it is complete) are masked. -1: no token may follow (see Step).
-  int32_t SampleConstrained(Slot& s);
+  int32_t SampleConstrained(Slot& s, int row);
 
   const tok::Tokenizer& tk_;
   const llm::TokenBytes vocab_bytes_;  // every token's bytes, for the response_format mask
   const int n_batch_;
   const size_t queue_limit_;
+  const SpecOptions spec_;
   std::vector<std::unique_ptr<Slot>> slots_;
   size_t next_prefill_ = 0;  // the slot whose prefill goes first in the next step (round-robin)
 

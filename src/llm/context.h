@@ -56,11 +56,13 @@ Status CheckKvType(const ModelConfig& c, GgmlType t, const char* which);
 class Context;
 
 // One sequence's part of a multi-sequence pass (Context::EvalMulti): n tokens appended to ctx at positions
-// ctx->n_past() .. n_past()+n-1.
+// ctx->n_past() .. n_past()+n-1. all_logits: keep the logits of every one of them (a speculative verify),
+// else only the last.
 struct SeqTokens {
   Context* ctx;
   const int32_t* tokens;
   int n;
+  bool all_logits = false;
 };
 
 class Context {
@@ -78,9 +80,11 @@ class Context {
   // read of the weights), while RoPE, the KV write and attention of each row use its own context's positions,
   // cache, sliding-window ring and RoPE tables. Each row's arithmetic is the one it gets alone (the kernels
   // compute every row independently of the others), so afterwards each ctx->logits(0) is its last token's
-  // logits, bit for bit those of ctx->Eval(tokens, n, false), and its n_past() has advanced by n. Each n is
-  // at most that context's n_batch(); the rows are packed into passes of up to the last sequence's n_batch(),
-  // run on the last sequence's scratch and thread pool. Fails without changing any cache on bad input (a
+  // logits, bit for bit those of ctx->Eval(tokens, n, false) (with all_logits, logits(i) its i-th token's,
+  // those of Eval(tokens, n, true)), and its n_past() has advanced by n. Each n is at most that context's
+  // n_batch(); the rows are packed into passes of up to the last sequence's n_batch(), run on the last
+  // sequence's scratch and thread pool -- in one pass when any sequence keeps all its logits (more rows
+  // than one pass holds are then InvalidArgument). Fails without changing any cache on bad input (a
   // context full, an id out of range, mismatched contexts: the message names the sequence by index); Corrupt
   // (every sequence's positions dropped again) when a sequence's logits come out NaN or Inf.
   static Status EvalMulti(std::span<const SeqTokens> seqs);

@@ -40,36 +40,48 @@ Status Context::EvalMulti(std::span<const SeqTokens> seqs) {
 
   // The rows of every sequence end to end, packed into passes of up to the lead's n_batch rows. A sequence
   // cut between two passes is fine: its first part's keys and values are in its cache before the second.
+  // Logits rows stay in the lead's scratch only until the pass ends, so sequences that keep all of theirs
+  // must share one pass.
   const size_t cap = static_cast<size_t>(lead.n_batch());
+  const bool any_all = std::any_of(seqs.begin(), seqs.end(), [](const SeqTokens& q) { return q.all_logits; });
+  if (any_all && total > cap)
+    return InvalidArgument(std::to_string(total) + " tokens with every logits row kept (at most " + std::to_string(cap) +
+                           ", one pass)");
   std::vector<int32_t> tokens;
   std::vector<int> out_rows;
-  std::vector<size_t> out_seq;  // the sequence of each logits row of the pass
+  std::vector<size_t> out_seq;    // the sequence of each logits row of the pass ...
+  std::vector<int> out_local;     // ... and the row it becomes in that sequence's logits
   tokens.reserve(std::min(total, cap));
   lead.rows_at_.clear();
   auto run = [&] {
     lead.Forward(tokens.data(), static_cast<int>(tokens.size()), out_rows);
-    // The lead's own row last: it is the only one copied within lead.logits_ (it moves to row 0).
-    for (size_t r = out_rows.size(); r-- > 0;) {
+    const size_t nv = static_cast<size_t>(lead.n_vocab_);
+    // The other sequences' rows first: the lead's own rows then move down within lead.logits_ (row r to
+    // its local row <= r, in increasing order, so no row is overwritten before it is read).
+    for (size_t r = 0; r < out_rows.size(); ++r) {
       Context& c = *seqs[out_seq[r]].ctx;
-      const float* row = lead.logits_.data() + r * static_cast<size_t>(lead.n_vocab_);
-      if (&c != &lead) std::memcpy(c.logits_.data(), row, sizeof(float) * static_cast<size_t>(c.n_vocab_));
+      if (&c == &lead) continue;
+      const size_t need = static_cast<size_t>(out_local[r] + 1) * nv;
+      if (c.logits_.size() < need) c.logits_.resize(need);
+      std::memcpy(c.logits_.data() + static_cast<size_t>(out_local[r]) * nv, lead.logits_.data() + r * nv, sizeof(float) * nv);
     }
     for (size_t r = 0; r < out_rows.size(); ++r) {
-      if (seqs[out_seq[r]].ctx != &lead || r == 0) continue;
-      std::memmove(lead.logits_.data(), lead.logits_.data() + r * static_cast<size_t>(lead.n_vocab_),
-                   sizeof(float) * static_cast<size_t>(lead.n_vocab_));
+      if (seqs[out_seq[r]].ctx != &lead || static_cast<size_t>(out_local[r]) == r) continue;
+      std::memmove(lead.logits_.data() + static_cast<size_t>(out_local[r]) * nv, lead.logits_.data() + r * nv, sizeof(float) * nv);
     }
     tokens.clear();
     out_rows.clear();
     out_seq.clear();
+    out_local.clear();
     lead.rows_at_.clear();
   };
   for (size_t s = 0; s < seqs.size(); ++s) {
     const SeqTokens& q = seqs[s];
     for (int i = 0; i < q.n; ++i) {
-      if (i == q.n - 1) {
+      if (q.all_logits || i == q.n - 1) {
         out_rows.push_back(static_cast<int>(tokens.size()));
         out_seq.push_back(s);
+        out_local.push_back(q.all_logits ? i : 0);
       }
       tokens.push_back(q.tokens[i]);
       lead.rows_at_.push_back({q.ctx, q.ctx->n_past_ + i});
@@ -79,7 +91,7 @@ Status Context::EvalMulti(std::span<const SeqTokens> seqs) {
   if (!tokens.empty()) run();
 
   for (const SeqTokens& q : seqs) {
-    q.ctx->n_logit_rows_ = 1;
+    q.ctx->n_logit_rows_ = q.all_logits ? q.n : 1;
     q.ctx->n_past_ += q.n;
     q.ctx->AdvanceRingFloor();
   }

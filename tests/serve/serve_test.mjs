@@ -355,9 +355,11 @@ async function testConcurrent(client, refA, refB, promptB) {
 // Four streams at once on a server of four slots: every step their decode tokens go through one forward
 // pass, and a long prompt's prefill chunks (-b 16) ride along with the others' decode rows. The streams
 // start together and end at different lengths (slots leave the batch mid-way); each equals `run --temp 0`
-// on its own prompt, so the rows of a batch share no state (positions, caches, logits).
-async function testBatched(prompts, lengths, refs) {
-  const p = spawn(bin, ["serve", "-m", model, "--port", "0", "--parallel", "4", "-b", "16", "-t", "1", "-c", "1024"],
+// on its own prompt, so the rows of a batch share no state (positions, caches, logits). With `extra`
+// (--lookup: speculative decoding) the same must come out, drafts must have been accepted, and a sampled
+// answer (seeded) is returned for the caller to compare across servers.
+async function testBatched(prompts, lengths, refs, extra = [], label = "batched") {
+  const p = spawn(bin, ["serve", "-m", model, "--port", "0", "--parallel", "4", "-b", "16", "-t", "1", "-c", "1024", ...extra],
                   { stdio: ["ignore", "ignore", "pipe"] });
   try {
     const port = await listeningPort(p);
@@ -367,8 +369,17 @@ async function testBatched(prompts, lengths, refs) {
     const client = new OpenAI({ baseURL: base + "/v1", apiKey: "unused", maxRetries: 0 });
     const got = await Promise.all(prompts.map((q, i) => timedStream(client, q, lengths[i])));
     const overlap = got.every((a) => got.every((b) => a.t0 < b.t1 && b.t0 < a.t1));
-    console.log(`note: the four batched streams ${overlap ? "overlapped" : "did not all overlap"} in time (said, not asserted)`);
-    for (const [i, g] of got.entries()) eq(g.text, refs[i].text, `batched: stream ${i} equals its solo answer`);
+    console.log(`note: the four ${label} streams ${overlap ? "overlapped" : "did not all overlap"} in time (said, not asserted)`);
+    for (const [i, g] of got.entries()) eq(g.text, refs[i].text, `${label}: stream ${i} equals its solo answer`);
+    const sampled = await client.completions.create({ model: "m", prompt: prompts[0], temperature: 0.9, seed: 11, max_tokens: 200,
+                                                      ignore_eos: true });
+    if (extra.includes("--lookup")) {
+      const drafted = await metric(base, "edgedecode_draft_tokens_total");
+      const accepted = await metric(base, "edgedecode_draft_tokens_accepted_total");
+      console.log(`note: ${label}: ${accepted} of ${drafted} drafted tokens accepted`);
+      check(accepted > 0 && accepted <= drafted, `${label}: drafts were verified and some accepted`, `${accepted} of ${drafted}`);
+    }
+    return sampled.choices[0].text;
   } finally {
     p.kill("SIGKILL");
   }
@@ -491,7 +502,9 @@ async function main() {
   const batchLengths = [400, 300, 360, 320];
   const batchRefs = batchPrompts.map((q, i) => runRef(q, false, batchLengths[i], ["--ignore-eos", "-c", "1024"]));
   check(new Set(batchRefs.map((r) => r.text)).size === 4, "the four batched references differ");
-  await testBatched(batchPrompts, batchLengths, batchRefs);
+  const sampledPlain = await testBatched(batchPrompts, batchLengths, batchRefs);
+  const sampledLookup = await testBatched(batchPrompts, batchLengths, batchRefs, ["--lookup", "4"], "lookup");
+  eq(sampledLookup, sampledPlain, "lookup: a seeded sampled answer equals the one without drafting");
   const base = await startServer();
   const client = new OpenAI({ baseURL: base + "/v1", apiKey: KEY, maxRetries: 0 });
   await testChat(client, chatRef);
