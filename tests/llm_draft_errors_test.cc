@@ -128,6 +128,13 @@ TEST(SelfSpecErrors, BadLayersAreUsageErrors) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   r = RunEdgedecode(run + "1 --draft " + kF32);
   EXPECT_EQ(r.exit_code, 2) << r.err;
+  // The search's time budget: positive, and only with --self-spec.
+  r = RunEdgedecode("run -m " + kF32 + " -p 'Once' -n 4 --self-spec-budget 10");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--self-spec-budget requires --self-spec"), std::string::npos) << r.err;
+  r = RunEdgedecode(run + "auto --self-spec-budget 0");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--self-spec-budget"), std::string::npos) << r.err;
 }
 
 // --self-spec auto beside a file that is not a saved skip set of this model: exit 3 naming the file and what

@@ -253,5 +253,51 @@ TEST(SelfSpecSearch, ChoosesAValidSet) {
   EXPECT_NEAR(llm::SelfSpecSpeedup(0.5, 1, 0.5, 1.0), 1.5 / 2.5, 1e-12);
 }
 
+// The search reports every candidate it scores, and stops when told: after 3 candidates of the first step
+// it still returns a valid one-layer set, marked incomplete; run whole it scores more and is complete.
+TEST(SelfSpecSearch, ReportsProgressAndStopsWhenTold) {
+  auto model = llm::Model::Load(kF32);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  llm::ContextParams cp;
+  cp.n_ctx = 256;
+  cp.n_threads = 1;
+  auto ctx = llm::Context::Create(**model, cp);
+  ASSERT_TRUE(ctx.ok());
+  const std::vector<int32_t> calib = (*model)->tokenizer().Encode(llm::SelfSpecCalibrationText(), true);
+  std::vector<llm::SelfSpecProgress> seen;
+  llm::SelfSpecSearchParams sp;
+  sp.progress = [&](const llm::SelfSpecProgress& p) {
+    seen.push_back(p);
+    return p.scored < 3;
+  };
+  auto cut = llm::SearchSkipSet(**ctx, calib, sp);
+  ASSERT_TRUE(cut.ok()) << cut.status().message();
+  EXPECT_FALSE(cut->complete);
+  EXPECT_EQ(cut->skip.size(), 1u) << llm::FormatSkipLayers(cut->skip);
+  EXPECT_TRUE(llm::CheckSkipSet(cut->skip, 5).ok());
+  ASSERT_EQ(seen.size(), 3u);
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].step, 1);
+    EXPECT_EQ(seen[i].step_candidates, 5);
+    EXPECT_EQ(seen[i].step_scored, static_cast<int>(i) + 1);
+    EXPECT_EQ(seen[i].scored, static_cast<int>(i) + 1);
+  }
+  EXPECT_EQ((*ctx)->n_past(), 0);
+  EXPECT_TRUE((*ctx)->skip_layers().empty());
+
+  seen.clear();
+  sp.progress = [&](const llm::SelfSpecProgress& p) {
+    seen.push_back(p);
+    return true;
+  };
+  auto whole = llm::SearchSkipSet(**ctx, calib, sp);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  EXPECT_TRUE(whole->complete);
+  ASSERT_GT(seen.size(), 5u);  // past the first step's five candidates
+  EXPECT_EQ(seen[5].step, 2);
+  EXPECT_EQ(seen[5].step_candidates, 4);
+  EXPECT_GT(seen.back().best_speedup, 0.0);
+}
+
 }  // namespace
 }  // namespace edgedecode::test

@@ -117,7 +117,8 @@ int RunMain(int argc, char** argv) {
           ->excludes("--draft")
           ->excludes("--draft-quant");
   SelfSpecOptions self_spec;
-  self_spec.Add(app)->excludes("--draft")->excludes("--draft-quant")->excludes(replay_opt);
+  CLI::Option* self_spec_opt = self_spec.Add(app)->excludes("--draft")->excludes("--draft-quant")->excludes(replay_opt);
+  self_spec.AddBudget(app)->needs(self_spec_opt);
   app.add_option("--replay-accept", replay_accept, "with --draft-replay: the probability that a drafted token is right")
       ->check(CLI::Range(0.0, 1.0))
       ->needs(replay_opt)

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "cli/signals.h"
+
 namespace edgedecode::cli {
 
 CLI::Option* SelfSpecOptions::Add(CLI::App& app) {
@@ -14,6 +16,14 @@ CLI::Option* SelfSpecOptions::Add(CLI::App& app) {
       "the model file (m.gguf: m.gguf.self-spec.json), else one searched on the prompt (64 tokens or more) or a "
       "built-in text and saved there (a saved file of another model is an error)")
       ->type_name("LAYERS|auto");
+}
+
+CLI::Option* SelfSpecOptions::AddBudget(CLI::App& app) {
+  return app.add_option("--self-spec-budget", budget_s,
+                        "--self-spec auto: stop the search after this many seconds with the best skip set found so far "
+                        "(each step scores every remaining layer with a pass over the calibration text)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e6));
 }
 
 Status SelfSpecOptions::Resolve(llm::Context& ctx, const std::vector<int32_t>& prompt, const tok::Tokenizer& tk) {
@@ -40,9 +50,19 @@ Status SelfSpecOptions::Resolve(llm::Context& ctx, const std::vector<int32_t>& p
   const bool from_prompt = static_cast<int>(prompt.size()) >= llm::kSelfSpecMinPromptTokens;
   const std::vector<int32_t> calib = from_prompt ? prompt : tk.Encode(llm::SelfSpecCalibrationText(), tk.add_bos_default());
   const auto t0 = std::chrono::steady_clock::now();
-  auto found = llm::SearchSkipSet(ctx, calib, llm::SelfSpecSearchParams{});
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  llm::SelfSpecSearchParams sp;
+  bool over_budget = false;
+  sp.progress = [&](const llm::SelfSpecProgress& p) {
+    if (p.step_scored == p.step_candidates)  // a step done: one line (the best set is known from the second on)
+      std::fprintf(stderr, "self-spec: searching: sets of %d skipped layer(s) scored, %d sets in %.1f s\n", p.step,
+                   p.scored, elapsed());
+    over_budget = elapsed() > budget_s;
+    return !over_budget && !InterruptScope::requested();
+  };
+  auto found = llm::SearchSkipSet(ctx, calib, sp);
   if (!found.ok()) return found.status().WithContext("--self-spec auto");
-  search_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  search_s_ = elapsed();
   choice_ = std::move(*found);
   choice_.calibration = from_prompt ? "prompt" : "built-in";
   source_ = "searched";
@@ -55,6 +75,13 @@ Status SelfSpecOptions::Resolve(llm::Context& ctx, const std::vector<int32_t>& p
   if (choice_.expected_speedup < 1)
     std::fprintf(stderr, "self-spec: no skip set is expected to pay on this model here; adaptive drafting pauses "
                          "while drafts lose\n");
+  if (!choice_.complete && !over_budget) {  // interrupted: the run ends at once, with nothing saved
+    std::fprintf(stderr, "self-spec: search interrupted: nothing saved\n");
+    return Status::Ok();
+  }
+  if (!choice_.complete)
+    std::fprintf(stderr, "self-spec: the search stopped at --self-spec-budget %.0f s with the best set so far; delete %s "
+                         "to search again with a larger budget\n", budget_s, file_.c_str());
   if (Status st = llm::WriteSelfSpecFile(file_, choice_, id, n_layers); !st.ok()) {
     std::fprintf(stderr, "self-spec: the choice is not saved (%s); the next run searches again\n", st.message().c_str());
   } else {

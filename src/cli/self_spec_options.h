@@ -18,13 +18,17 @@ namespace edgedecode::cli {
 class SelfSpecOptions {
  public:
   std::string value;  // --self-spec
+  double budget_s = 300;  // --self-spec-budget: auto's search stops after this many seconds
 
   CLI::Option* Add(CLI::App& app);
+  CLI::Option* AddBudget(CLI::App& app);  // --self-spec-budget
   bool on() const { return !value.empty(); }
 
   // The skip set for ctx's model, before the prompt is evaluated (auto's search uses ctx and resets it).
   // LAYERS: InvalidArgument naming the problem (exit 2). auto: the saved file's errors (Corrupt, exit 3:
   // bad JSON, another model's file), or the search's; a file that cannot be saved is a notice, not an error.
+  // The search reports each step on stderr; past budget_s it stops with the best set so far (saved, and
+  // said); on SIGINT / SIGTERM it stops too, uses that set for this run and saves nothing.
   Status Resolve(llm::Context& ctx, const std::vector<int32_t>& prompt, const tok::Tokenizer& tk);
 
   const std::vector<int>& skip() const { return choice_.skip; }

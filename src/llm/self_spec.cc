@@ -244,10 +244,15 @@ Result<SelfSpecChoice> Search(Context& ctx, const std::vector<int32_t>& toks, co
   best.calibration_tokens = static_cast<int>(toks.size());
   std::vector<bool> skip(static_cast<size_t>(n_layers), false);
   int since_better = 0;
-  for (int step = 1; step < n_layers && since_better < 2; ++step) {
+  SelfSpecProgress at;
+  bool stop = false;
+  for (int step = 1; step < n_layers && since_better < 2 && !stop; ++step) {
     int pick = -1;
     double pick_a = -1;
-    for (int l = n_layers - 1; l >= 0; --l) {  // ties go to the later layer
+    at.step = step;
+    at.step_scored = 0;
+    at.step_candidates = n_layers - step + 1;
+    for (int l = n_layers - 1; l >= 0 && !stop; --l) {  // ties go to the later layer
       if (skip[static_cast<size_t>(l)]) continue;
       skip[static_cast<size_t>(l)] = true;
       ctx.SetSkipLayers(skip);
@@ -259,7 +264,12 @@ Result<SelfSpecChoice> Search(Context& ctx, const std::vector<int32_t>& toks, co
       for (size_t i = 0; top.ok() && i < full.size(); ++i) agree += (*top)[i] == full[i];
       const double a = static_cast<double>(agree) / static_cast<double>(full.size());
       if (a > pick_a) pick = l, pick_a = a;
+      ++at.step_scored;
+      ++at.scored;
+      stop = params.progress && !params.progress(at);
     }
+    // A step cut short still counts in the first step (something must be chosen), not after it.
+    if (stop && step > 1) break;
     skip[static_cast<size_t>(pick)] = true;
     const double c = DraftCost(model, skip);
     const auto [k, speedup] = BestLength(pick_a, c, best.verify_extra, k_max);
@@ -274,7 +284,9 @@ Result<SelfSpecChoice> Search(Context& ctx, const std::vector<int32_t>& toks, co
       best.draft_len = k;
       best.expected_speedup = speedup;
     }
+    at.best_speedup = best.expected_speedup;
   }
+  best.complete = !stop;
   return best;
 }
 

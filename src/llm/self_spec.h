@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,9 +75,22 @@ Result<ModelIdentity> IdentifyModel(const gguf::File& file);
 const char* SelfSpecCalibrationText();
 inline constexpr int kSelfSpecMinPromptTokens = 64;
 
+// Where the search stands, after each candidate set it scored.
+struct SelfSpecProgress {
+  int step = 0;             // the candidates of this step skip `step` layers
+  int step_scored = 0;      // candidates of this step scored so far ...
+  int step_candidates = 0;  // ... of these
+  int scored = 0;           // candidates scored in all steps
+  double best_speedup = 0;  // the best set's expected speedup among the steps completed (0: none yet)
+};
+
 struct SelfSpecSearchParams {
   int max_tokens = 160;  // calibration tokens used (the first ones)
   int max_draft = 8;     // draft lengths scored: 1..max_draft
+  // Called after each candidate (each costs a teacher-forced pass over the calibration tokens); false stops
+  // the search, which keeps the best set of the steps completed (or of the first step's candidates scored,
+  // if it stops in the first). Empty: none.
+  std::function<bool(const SelfSpecProgress&)> progress;
 };
 
 // The chosen skip set and what the search measured.
@@ -89,6 +103,7 @@ struct SelfSpecChoice {
   double expected_speedup = 0;  // tokens per unit of full-step time against plain decoding's 1
   int calibration_tokens = 0;
   std::string calibration;      // "prompt" or "built-in"
+  bool complete = true;         // false: the search was stopped (SelfSpecSearchParams::progress)
 };
 
 // Expected tokens per pass over its cost for acceptance a, draft length k, a draft step's cost c and the
