@@ -267,9 +267,11 @@ int RunMain(int argc, char** argv) {
   const auto t_prefill = Clock::now();
   // Prefill in batches, so that an interrupt is seen between them.
   if (InterruptScope::requested()) stop = "interrupted";
+  size_t prefilled = 0;  // an interrupt may leave the prompt partly evaluated: the rate counts what was
   for (size_t i = 0; i < toks.size() && stop != "interrupted"; i += static_cast<size_t>(mo.n_batch)) {
     const int n = static_cast<int>(std::min(toks.size() - i, static_cast<size_t>(mo.n_batch)));
     if (Status st = ctx.Eval(toks.data() + i, n, false); !st.ok()) return Fail(cmd, st);
+    prefilled += static_cast<size_t>(n);
     if (InterruptScope::requested()) stop = "interrupted";
   }
   // The draft model's prefill (a failure only costs its first draft a longer pass).
@@ -346,7 +348,7 @@ int RunMain(int argc, char** argv) {
   const int n_decoded = static_cast<int>(out_ids.size());
   // Decode time covers the n-1 forward passes after the first sampled token.
   const double decode_s = Seconds(t_decode, t_end);
-  const double prefill_tps = toks.size() / std::max(prefill_s, 1e-9);
+  const double prefill_tps = prefilled > 0 ? prefilled / std::max(prefill_s, 1e-9) : 0.0;
   const double decode_tps = n_decoded > 1 ? (n_decoded - 1) / std::max(decode_s, 1e-9) : 0.0;
   if (stream) {
     std::fputc('\n', stdout);
