@@ -229,17 +229,29 @@ TEST_F(SelfSpec, AutoSearchesSavesAndReuses) {
   EXPECT_EQ(on_prompt["speculative"]["self_spec"]["search"]["calibration"], "prompt");
 }
 
+// The search on stories260K (5 layers) over the built-in calibration text, on a context of 256.
+class SelfSpecSearch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto m = llm::Model::Load(kF32);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    model_ = std::move(m).value();
+    llm::ContextParams cp;
+    cp.n_ctx = 256;
+    cp.n_threads = 1;
+    auto c = llm::Context::Create(*model_, cp);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    ctx_ = std::move(c).value();
+    calib_ = model_->tokenizer().Encode(llm::SelfSpecCalibrationText(), true);
+  }
+  std::unique_ptr<llm::Model> model_;
+  std::unique_ptr<llm::Context> ctx_;
+  std::vector<int32_t> calib_;
+};
+
 // The search itself: a valid set (not every layer), acceptance and cost in range, the context left reset.
-TEST(SelfSpecSearch, ChoosesAValidSet) {
-  auto model = llm::Model::Load(kF32);
-  ASSERT_TRUE(model.ok()) << model.status().message();
-  llm::ContextParams cp;
-  cp.n_ctx = 256;
-  cp.n_threads = 1;
-  auto ctx = llm::Context::Create(**model, cp);
-  ASSERT_TRUE(ctx.ok());
-  const std::vector<int32_t> calib = (*model)->tokenizer().Encode(llm::SelfSpecCalibrationText(), true);
-  auto c = llm::SearchSkipSet(**ctx, calib, llm::SelfSpecSearchParams{});
+TEST_F(SelfSpecSearch, ChoosesAValidSet) {
+  auto c = llm::SearchSkipSet(*ctx_, calib_, llm::SelfSpecSearchParams{});
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_TRUE(llm::CheckSkipSet(c->skip, 5).ok()) << llm::FormatSkipLayers(c->skip);
   EXPECT_GT(c->acceptance, 0.0);
@@ -247,30 +259,22 @@ TEST(SelfSpecSearch, ChoosesAValidSet) {
   EXPECT_GT(c->draft_cost, 0.0);
   EXPECT_LT(c->draft_cost, 1.0);
   EXPECT_GE(c->draft_len, 1);
-  EXPECT_EQ((*ctx)->n_past(), 0);
-  EXPECT_TRUE((*ctx)->skip_layers().empty());
+  EXPECT_EQ(ctx_->n_past(), 0);
+  EXPECT_TRUE(ctx_->skip_layers().empty());
   EXPECT_NEAR(llm::SelfSpecSpeedup(1.0, 3, 0.5, 0.0), 4.0 / 2.5, 1e-12);
   EXPECT_NEAR(llm::SelfSpecSpeedup(0.5, 1, 0.5, 1.0), 1.5 / 2.5, 1e-12);
 }
 
 // The search reports every candidate it scores, and stops when told: after 3 candidates of the first step
 // it still returns a valid one-layer set, marked incomplete; run whole it scores more and is complete.
-TEST(SelfSpecSearch, ReportsProgressAndStopsWhenTold) {
-  auto model = llm::Model::Load(kF32);
-  ASSERT_TRUE(model.ok()) << model.status().message();
-  llm::ContextParams cp;
-  cp.n_ctx = 256;
-  cp.n_threads = 1;
-  auto ctx = llm::Context::Create(**model, cp);
-  ASSERT_TRUE(ctx.ok());
-  const std::vector<int32_t> calib = (*model)->tokenizer().Encode(llm::SelfSpecCalibrationText(), true);
+TEST_F(SelfSpecSearch, ReportsProgressAndStopsWhenTold) {
   std::vector<llm::SelfSpecProgress> seen;
   llm::SelfSpecSearchParams sp;
   sp.progress = [&](const llm::SelfSpecProgress& p) {
     seen.push_back(p);
     return p.scored < 3;
   };
-  auto cut = llm::SearchSkipSet(**ctx, calib, sp);
+  auto cut = llm::SearchSkipSet(*ctx_, calib_, sp);
   ASSERT_TRUE(cut.ok()) << cut.status().message();
   EXPECT_FALSE(cut->complete);
   EXPECT_EQ(cut->skip.size(), 1u) << llm::FormatSkipLayers(cut->skip);
@@ -282,15 +286,15 @@ TEST(SelfSpecSearch, ReportsProgressAndStopsWhenTold) {
     EXPECT_EQ(seen[i].step_scored, static_cast<int>(i) + 1);
     EXPECT_EQ(seen[i].scored, static_cast<int>(i) + 1);
   }
-  EXPECT_EQ((*ctx)->n_past(), 0);
-  EXPECT_TRUE((*ctx)->skip_layers().empty());
+  EXPECT_EQ(ctx_->n_past(), 0);
+  EXPECT_TRUE(ctx_->skip_layers().empty());
 
   seen.clear();
   sp.progress = [&](const llm::SelfSpecProgress& p) {
     seen.push_back(p);
     return true;
   };
-  auto whole = llm::SearchSkipSet(**ctx, calib, sp);
+  auto whole = llm::SearchSkipSet(*ctx_, calib_, sp);
   ASSERT_TRUE(whole.ok()) << whole.status().message();
   EXPECT_TRUE(whole->complete);
   ASSERT_GT(seen.size(), 5u);  // past the first step's five candidates
