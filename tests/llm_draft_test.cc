@@ -134,6 +134,43 @@ TEST_F(Draft, LookupChainSamplingContextShiftAsPlain) {
   }
 }
 
+// Trees from a draft model (--tree-nodes with --draft / --draft-quant): the chain plus the draft's second
+// choices, verified in one pass; plain decoding's tokens, fixed and adaptive, greedy and sampled, 1 and 2
+// threads; branching trees were verified, and a tree holding the chain keeps at least its tokens per pass.
+TEST_F(Draft, TreesGreedyAndSampledAsPlain) {
+  for (const std::string t : {"1", "2"}) {
+    for (const std::string& extra : {"-p '" + kStory + "' --temp 0 -n 120 --ignore-eos -t " + t,
+                                     "-p '" + kStory + "' --temp 0.8 --seed 3 -n 100 --ignore-eos -t " + t}) {
+      const nlohmann::json plain = RunJson(kF32, extra);
+      const nlohmann::json chain = RunJson(kF32, extra + " --draft " + q4_ + " --draft-max 4 --lookup-fixed");
+      const nlohmann::json tree = RunJson(kF32, extra + " --draft " + q4_ + " --draft-max 4 --tree-nodes 7 --lookup-fixed");
+      const nlohmann::json adaptive = RunJson(kF32, extra + " --draft-quant q4_0 --draft-max 4 --tree-nodes 7");
+      EXPECT_EQ(tree["tokens"], plain["tokens"]) << extra;
+      EXPECT_EQ(adaptive["tokens"], plain["tokens"]) << extra;
+      ASSERT_TRUE(tree.contains("speculative")) << extra;
+      EXPECT_GT(tree["speculative"]["tree_passes"].get<int64_t>(), 0) << extra;
+      EXPECT_GE(tree["speculative"]["tokens_per_pass"].get<double>(), chain["speculative"]["tokens_per_pass"].get<double>())
+          << extra;
+    }
+  }
+}
+
+// The tree's shape from the draft's steps: the chain first, as deep as the budget, then the second choices by
+// their path's probability, each beside the chain's node at its depth.
+TEST(DraftTree, ChainThenSecondChoicesByPathProbability) {
+  const std::vector<llm::DraftStep> steps = {{10, 11, 0.9, 0.05}, {20, 21, 0.5, 0.4}, {30, -1, 1.0, 0.0}, {40, 41, 0.6, 0.3}};
+  llm::DraftTree t = llm::TreeFromSteps(steps, 7);
+  // Second choices: depth 0: 0.05; depth 1: 0.9 * 0.4 = 0.36; depth 3: 0.9 * 0.5 * 1.0 * 0.3 = 0.135.
+  EXPECT_EQ(t.tokens, (std::vector<int32_t>{10, 20, 30, 40, 21, 41, 11}));
+  EXPECT_EQ(t.parents, (std::vector<int>{-1, 0, 1, 2, 0, 2, -1}));
+  t = llm::TreeFromSteps(steps, 5);  // the budget keeps the chain and the likeliest second choice
+  EXPECT_EQ(t.tokens, (std::vector<int32_t>{10, 20, 30, 40, 21}));
+  t = llm::TreeFromSteps(steps, 3);  // a budget below the depth: a chain
+  EXPECT_EQ(t.tokens, (std::vector<int32_t>{10, 20, 30}));
+  EXPECT_TRUE(t.IsChain());
+  EXPECT_TRUE(llm::TreeFromSteps({}, 4).empty());
+}
+
 uint64_t PlanTotal(const std::string& args) {
   CommandResult r = RunEdgedecode("plan " + args + " --json -");
   EXPECT_EQ(r.exit_code == 0 || r.exit_code == 1, true) << args << "\n" << r.err;

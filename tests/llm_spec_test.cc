@@ -238,12 +238,12 @@ TEST(TreeSpec, BadFlagsExitTwo) {
   const std::string rec = dir + "/tree_flags_rec.json";
   ASSERT_EQ(RunEdgedecode("run -m " + kModel + " -p 'Tom' --temp 0 -n 4 --json " + rec).exit_code, 0);
   const std::string base = "run -m " + kModel + " -p 'Tom' --temp 0 -n 4";
-  for (auto [args, says] : {std::pair<std::string, std::string>{" --tree-nodes 8", "--tree-nodes needs --lookup or --draft-replay"},
+  for (auto [args, says] : {std::pair<std::string, std::string>{" --tree-nodes 8", "--tree-nodes needs --lookup, --draft, --draft-quant or --draft-replay"},
                             {" --lookup 4 --tree-nodes -1", "--tree-nodes"},
                             {" --lookup 4 --tree-nodes 300", "--tree-nodes"},
                             {" --lookup 4 --tree-nodes 8 --tree-width 0", "--tree-width"},
                             {" --lookup 4 --tree-width 2", "--tree-width"},
-                            {" --draft-quant q4_0 --tree-nodes 8", "--tree-nodes"},
+                            {" --self-spec 1 --tree-nodes 8", "--tree-nodes"},
                             {" --draft-replay " + rec + " --replay-accept 0.6 --replay-accept2 0.9", "--replay-accept2 needs --tree-nodes"},
                             {" --draft-replay " + rec + " --tree-nodes 8 --replay-accept 0.6 --replay-accept2 0.5", "below --replay-accept"},
                             {" --draft-replay " + rec + " --tree-nodes 8 --replay-accept2 1.5", "--replay-accept2"}}) {

@@ -132,13 +132,12 @@ int RunMain(int argc, char** argv) {
           ->needs(replay_opt);
   CLI::Option* tree_opt =
       app.add_option("--tree-nodes", lookup.tree_nodes,
-                     "with --lookup or --draft-replay: verify a token tree of up to N drafted tokens per pass, as deep as "
-                     "--lookup N / --draft-max (several candidate continuations in one forward pass, the longest accepted "
-                     "path kept; at most the batch size - 1) instead of one chain; the size per pass is chosen from the "
+                     "with --lookup, --draft, --draft-quant or --draft-replay: verify a token tree of up to N drafted tokens "
+                     "per pass, as deep as --lookup N / --draft-max (several candidate continuations in one forward pass: "
+                     "n-gram matches, a draft model's second choices where it is least sure; the longest accepted path "
+                     "kept; at most the batch size - 1) instead of one chain; the size per pass is chosen from the "
                      "measured acceptance and pass times (--lookup-fixed: always N); 0: chains. The output is the same as without it")
           ->check(CLI::Range(0, 255))
-          ->excludes("--draft")
-          ->excludes("--draft-quant")
           ->excludes("--self-spec");
   app.add_option("--tree-width", lookup.tree_width,
                  "with --lookup and --tree-nodes: the n-gram matches (distinct continuations) a tree holds")
@@ -156,8 +155,8 @@ int RunMain(int argc, char** argv) {
   if (draft_max_opt->count() > 0 && replay_file.empty() && !draft.on() && !self_spec.on())
     return Fail(cmd, InvalidArgument("--draft-max needs --draft, --draft-quant, --self-spec or --draft-replay"));
   if (Status st = draft.Validate(); !st.ok()) return Fail(cmd, st);
-  if (lookup.tree_nodes > 0 && lookup.n_draft == 0 && replay_file.empty())
-    return Fail(cmd, InvalidArgument("--tree-nodes needs --lookup or --draft-replay"));
+  if (lookup.tree_nodes > 0 && lookup.n_draft == 0 && replay_file.empty() && !draft.on())
+    return Fail(cmd, InvalidArgument("--tree-nodes needs --lookup, --draft, --draft-quant or --draft-replay"));
   if (accept2_opt->count() > 0 && lookup.tree_nodes == 0)
     return Fail(cmd, InvalidArgument("--replay-accept2 needs --tree-nodes (the second candidates are the tree's branches)"));
   if (accept2_opt->count() > 0 && replay_accept2 < replay_accept)
@@ -255,6 +254,15 @@ int RunMain(int argc, char** argv) {
     };
     lookup.costly_drafter = true;
     lookup.n_draft = std::max(lookup_n, draft_max);
+    // Trees: the n-gram matches' tree where there is one, else the draft model's.
+    if (drafter && lookup.tree_nodes > 0) {
+      llm::DraftModelDrafter* dm = drafter.get();
+      lookup.tree_drafter = [dm, lp, lookup_n](const std::vector<int32_t>& history, int nodes, int depth) {
+        llm::DraftTree t;
+        if (lookup_n > 0) t = llm::LookupTree(history, nodes, std::min(depth, lookup_n), lp.tree_width, lp.ngram_max, lp.ngram_min);
+        return t.empty() ? dm->Tree(history, nodes, depth) : t;
+      };
+    }
   }
   const std::string model_method = drafter ? "draft" : "self-spec";
   const std::string spec_method = drafter || self_drafter ? (lookup_n > 0 ? "lookup+" : "") + model_method

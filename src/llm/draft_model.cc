@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "base/utf8.h"
 
@@ -49,6 +50,44 @@ int32_t DraftModelDrafter::Argmax() const {
   return static_cast<int32_t>(std::max_element(row, row + n_vocab_) - row);
 }
 
+DraftStep DraftModelDrafter::TopTwo() const {
+  const float* row = ctx_.logits(0);
+  DraftStep s;
+  for (int v = 0; v < n_vocab_; ++v) {
+    if (s.top1 < 0 || row[v] > row[s.top1]) s.top2 = s.top1, s.top1 = v;
+    else if (s.top2 < 0 || row[v] > row[s.top2]) s.top2 = v;
+  }
+  double sum = 0;
+  for (int v = 0; v < n_vocab_; ++v) sum += std::exp(static_cast<double>(row[v]) - row[s.top1]);
+  s.p1 = 1 / sum;
+  s.p2 = s.top2 < 0 ? 0 : std::exp(static_cast<double>(row[s.top2]) - row[s.top1]) / sum;
+  return s;
+}
+
+DraftTree TreeFromSteps(const std::vector<DraftStep>& steps, int max_nodes) {
+  DraftTree t;
+  const int depth = std::min(static_cast<int>(steps.size()), max_nodes);
+  for (int d = 0; d < depth; ++d) {
+    t.tokens.push_back(steps[static_cast<size_t>(d)].top1);
+    t.parents.push_back(d - 1);
+  }
+  // The second choices by their path's probability: the chain's up to their depth, times their own.
+  std::vector<std::pair<double, int>> second;  // (probability, depth)
+  double path = 1;
+  for (int d = 0; d < depth; ++d) {
+    const DraftStep& st = steps[static_cast<size_t>(d)];
+    if (st.top2 >= 0) second.push_back({path * st.p2, d});
+    path *= st.p1;
+  }
+  std::stable_sort(second.begin(), second.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [p, d] : second) {
+    if (static_cast<int>(t.size()) >= max_nodes) break;
+    t.tokens.push_back(steps[static_cast<size_t>(d)].top2);
+    t.parents.push_back(d - 1);  // beside the chain's node at depth d: under the one before it
+  }
+  return t;
+}
+
 std::vector<int32_t> DraftModelDrafter::Window(const std::vector<int32_t>& history, int n_draft) {
   const size_t h = history.size(), n_ctx = static_cast<size_t>(ctx_.n_ctx()), k = static_cast<size_t>(n_draft);
   auto fits = [&] { return (window_start_ == 0 ? h : 1 + h - window_start_) + k <= n_ctx; };
@@ -92,12 +131,14 @@ Status DraftModelDrafter::CatchUp(const std::vector<int32_t>& want) {
   return Status::Ok();
 }
 
-Status DraftModelDrafter::Propose(const std::vector<int32_t>& history, int n_draft, std::vector<int32_t>* draft) {
+Status DraftModelDrafter::Propose(const std::vector<int32_t>& history, int n_draft, std::vector<int32_t>* draft,
+                                  std::vector<DraftStep>* steps) {
   const std::vector<int32_t> want = Window(history, n_draft);
   if (want.empty() || want.size() + static_cast<size_t>(n_draft) > static_cast<size_t>(ctx_.n_ctx())) return Status::Ok();
   ED_RETURN_IF_ERROR(CatchUp(want));
   for (;;) {
     int32_t t = Argmax();
+    if (steps != nullptr) steps->push_back(TopTwo());
     draft->push_back(t);
     if (static_cast<int>(draft->size()) >= n_draft) break;
     ED_RETURN_IF_ERROR(ctx_.Eval(&t, 1, false));
@@ -120,6 +161,24 @@ std::vector<int32_t> DraftModelDrafter::operator()(const std::vector<int32_t>& h
   }
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return draft;
+}
+
+DraftTree DraftModelDrafter::Tree(const std::vector<int32_t>& history, int max_nodes, int max_depth) {
+  const int depth = std::min(max_depth, max_nodes);
+  if (depth <= 0 || history.empty()) return DraftTree();
+  const auto t0 = std::chrono::steady_clock::now();
+  ++stats_.calls;
+  std::vector<int32_t> chain;
+  std::vector<DraftStep> steps;
+  DraftTree tree;
+  if (Status st = Propose(history, depth, &chain, &steps); !st.ok()) {
+    ctx_.Reset();  // as operator() does
+    cached_.clear();
+  } else {
+    tree = TreeFromSteps(steps, max_nodes);
+  }
+  stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return tree;
 }
 
 }  // namespace edgedecode::llm

@@ -17,6 +17,7 @@
 #include "edgedecode/status.h"
 #include "llm/context.h"
 #include "llm/model.h"
+#include "llm/speculative.h"
 #include "tok/tokenizer.h"
 
 namespace edgedecode::llm {
@@ -29,6 +30,20 @@ namespace edgedecode::llm {
 // all normal).
 Status CheckSameVocabulary(const tok::Tokenizer& target, const std::vector<int64_t>& target_types,
                            const tok::Tokenizer& draft, const std::vector<int64_t>& draft_types);
+
+// One greedy step of the draft model: its two most likely tokens and their probabilities (softmax over the
+// shared vocabulary). top2 = -1 where there is no second token.
+struct DraftStep {
+  int32_t top1 = -1, top2 = -1;
+  double p1 = 0, p2 = 0;
+};
+
+// The token tree of at most max_nodes nodes over a greedy chain of steps: the chain first (as deep as the
+// budget allows: its passes are paid for, and a tree holding the chain accepts at least what the chain
+// does), then the draft's second choices as leaves beside it, where the draft was least sure -- the
+// highest probability of their path first (the chain's p1 before their depth, times their p2). Every
+// parent precedes its children.
+DraftTree TreeFromSteps(const std::vector<DraftStep>& steps, int max_nodes);
 
 struct DraftModelStats {
   int64_t calls = 0;        // drafts asked for
@@ -47,19 +62,26 @@ class DraftModelDrafter {
   // Up to n_draft tokens that the draft model predicts greedily after `history`; empty when the draft context
   // has no room or a draft pass fails (the target then decodes plainly: a draft is only a proposal).
   std::vector<int32_t> operator()(const std::vector<int32_t>& history, int n_draft);
+  // A token tree for `run --tree-nodes`: the greedy chain, min(max_depth, max_nodes) deep (as many draft
+  // passes as operator() takes for that length), with the draft's second choices where it was least sure
+  // (TreeFromSteps). Empty as operator() is.
+  DraftTree Tree(const std::vector<int32_t>& history, int max_nodes, int max_depth);
   // Evaluates the prompt ahead of the first draft (with the target's prefill), so that the first draft pass
   // costs what the others do. On failure the context starts afresh at the first draft.
   Status Prefill(const std::vector<int32_t>& prompt);
   const DraftModelStats& stats() const { return stats_; }
 
  private:
-  Status Propose(const std::vector<int32_t>& history, int n_draft, std::vector<int32_t>* draft);
+  // The greedy draft; with steps, each step's two most likely tokens as well.
+  Status Propose(const std::vector<int32_t>& history, int n_draft, std::vector<int32_t>* draft,
+                 std::vector<DraftStep>* steps = nullptr);
   // Brings the cache to `want`: keeps the common prefix, rolls back the rest, evaluates the new tokens.
   Status CatchUp(const std::vector<int32_t>& want);
   // The part of `history` the draft context holds: all of it while it fits with n_draft more positions,
   // else its first token (BOS) and the newer half of the context (the window slides by half contexts).
   std::vector<int32_t> Window(const std::vector<int32_t>& history, int n_draft);
   int32_t Argmax() const;
+  DraftStep TopTwo() const;
 
   Context& ctx_;
   int n_vocab_;
