@@ -48,6 +48,15 @@ struct DraftTree {
 // A tree drafter: at most max_nodes nodes, none deeper than max_depth (the root's children at depth 1).
 using TreeDrafter = std::function<DraftTree(const std::vector<int32_t>& history, int max_nodes, int max_depth)>;
 
+// How a drafted token is accepted. kExact is speculative sampling (see the top of this file) and the only rule
+// for real use. kBiasedAcceptDraft is a measuring and testing tool, never exposed as a user option: where the
+// sampler's draw is not a drafted token, a second independent draw from the same row that is one is accepted
+// instead, so a drafted token t comes out with probability 2 p(t) - p(t)^2 rather than p(t) -- a realistic
+// over-accepting bug (a rule that "retries" before rejecting), for a statistical test of the output
+// distribution to show that it can tell the difference. Under greedy decoding both rules give the same tokens.
+// The second draw advances the sampler's RNG and is recorded for its repetition penalty.
+enum class Acceptance { kExact, kBiasedAcceptDraft };
+
 struct LookupParams {
   int n_draft = 4;     // tokens proposed per verify pass (0: off, every step a plain one)
   Drafter drafter;     // empty: the n-gram lookup below (LookupDraft)
@@ -84,6 +93,7 @@ struct LookupParams {
   double min_accept_per_pass = 0.4;
   int backoff = 4;
   int max_backoff = 32;
+  Acceptance acceptance = Acceptance::kExact;  // a testing tool only (see Acceptance)
 };
 
 struct LookupStats {
@@ -175,6 +185,8 @@ class LookupDecoder {
                                   // row the next Sample reads
   int next_ = 0;                  // the row of the draft node the last Sample matched
   bool matched_ = false;          // the last Sample equals a child of the current row
+  // The row of the draft node under the current row that holds `t`, or 0 when none does.
+  int DraftChild(int row, int32_t t) const;
   LookupStats stats_;
   // Adaptive state.
   double recent_sum_ = 0;         // accepted tokens over the recent window of verify passes
