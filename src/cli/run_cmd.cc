@@ -5,13 +5,10 @@
 
 #include "cli/chat_prompt.h"
 #include "cli/commands.h"
-#include "cli/draft_options.h"
-#include "cli/self_spec_options.h"
+#include "cli/spec_options.h"
 #include "cli/common.h"
 #include "cli/model_options.h"
 #include "cli/signals.h"
-#include "base/json_depth.h"
-#include "llm/draft_model.h"
 #include "llm/profiler.h"
 #include "llm/speculative.h"
 #include "llm/stop_strings.h"
@@ -34,36 +31,6 @@ Result<std::string> ReadPrompt(const std::string& prompt, const std::string& fil
   return prompt;
 }
 
-// --draft-replay FILE: the prompt and output token ids of an earlier `run --json` (its "prompt_tokens" and
-// "tokens"). The prompt must be this run's: the continuation of another prompt would measure nothing.
-Result<llm::ReplayDrafter> LoadReplay(const std::string& path, const std::vector<int32_t>& prompt, double accept,
-                                      double accept2, uint64_t seed, int n_vocab) {
-  ED_ASSIGN_OR_RETURN(std::string text, ReadInputText(path, uint64_t{64} << 20));
-  ED_RETURN_IF_ERROR(CheckJsonDepth(text, path));
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  auto ids = [&](const char* key) -> Result<std::vector<int32_t>> {
-    if (!j.is_object() || !j.contains(key) || !j[key].is_array())
-      return Corrupt(path + ": not the JSON of `edgedecode run --json` (no \"" + key + "\" array of token ids)");
-    std::vector<int32_t> v;
-    for (size_t i = 0; i < j[key].size(); ++i) {
-      const nlohmann::json& x = j[key][i];
-      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= n_vocab)
-        return Corrupt(path + ": " + key + "[" + std::to_string(i) + "] is not a token id of this model (0.." + std::to_string(n_vocab - 1) + ")");
-      v.push_back(x.get<int32_t>());
-    }
-    return v;
-  };
-  ED_ASSIGN_OR_RETURN(std::vector<int32_t> recorded_prompt, ids("prompt_tokens"));
-  ED_ASSIGN_OR_RETURN(std::vector<int32_t> continuation, ids("tokens"));
-  if (recorded_prompt != prompt) {
-    size_t i = 0;
-    while (i < prompt.size() && i < recorded_prompt.size() && prompt[i] == recorded_prompt[i]) ++i;
-    return InvalidArgument(path + " was recorded for another prompt (" + std::to_string(recorded_prompt.size()) +
-                           " tokens; this one has " + std::to_string(prompt.size()) + ", first difference at token " + std::to_string(i) + ")");
-  }
-  return llm::ReplayDrafter(std::move(recorded_prompt), std::move(continuation), accept, seed, n_vocab, accept2);
-}
-
 }  // namespace
 
 int RunMain(int argc, char** argv) {
@@ -81,9 +48,7 @@ int RunMain(int argc, char** argv) {
   bool no_bos = false, ignore_eos = false, context_shift = false, as_chat = false;
   std::string system, template_path;
   JsonOutput json;
-  llm::LookupParams lookup;
-  lookup.n_draft = 0;
-  bool lookup_fixed = false;
+  SpecOptions spec_opts;
   CLI::Option* p_opt = app.add_option("-p,--prompt", prompt, "prompt text ('-': read it from stdin; empty: generate from BOS)");
   app.add_option("-f,--file", prompt_file, "read the prompt from FILE ('-': stdin)")->excludes(p_opt);
   app.add_option("-n,--n-predict", n_predict, "tokens to generate")->capture_default_str();
@@ -95,100 +60,27 @@ int RunMain(int argc, char** argv) {
   app.add_flag("--context-shift", context_shift,
                "at the context end, drop the oldest half (keeping BOS) and go on, instead of stopping");
   app.add_flag("--ignore-eos", ignore_eos, "keep generating past end-of-generation tokens");
-  app.add_option("--lookup", lookup.n_draft,
-                 "speculative decoding by prompt lookup: draft up to N tokens from an earlier occurrence of the last "
-                 "n-gram (prompt + output) and verify them in one pass; the output is the same as without it")
-      ->check(CLI::Range(0, 64));
-  app.add_option("--lookup-ngram", lookup.ngram_max, "with --lookup: the longest n-gram matched (then shorter ones, down to 1)")
-      ->check(CLI::Range(1, 16))
-      ->capture_default_str();
-  app.add_flag("--lookup-fixed", lookup_fixed,
-               "with --lookup, --draft, --draft-quant, --self-spec or --draft-replay: draft whenever a draft is found (default: pause drafting while few drafts are accepted)");
-  std::string replay_file;
-  double replay_accept = 1.0;
-  int draft_max = 8;
-  DraftOptions draft;
-  draft.Add(app);
-  CLI::Option* replay_opt =
-      app.add_option("--draft-replay", replay_file,
-                     "a measuring tool: draft from FILE, the `run --json` output of a greedy run of the same prompt "
-                     "(its own continuation, corrupted by --replay-accept); the output is the same as without it")
-          ->excludes("--lookup")
-          ->excludes("--draft")
-          ->excludes("--draft-quant");
-  SelfSpecOptions self_spec;
-  CLI::Option* self_spec_opt = self_spec.Add(app)->excludes("--draft")->excludes("--draft-quant")->excludes(replay_opt);
-  self_spec.AddBudget(app)->needs(self_spec_opt);
-  app.add_option("--replay-accept", replay_accept, "with --draft-replay: the probability that a drafted token is right")
-      ->check(CLI::Range(0.0, 1.0))
-      ->needs(replay_opt)
-      ->capture_default_str();
-  double replay_accept2 = -1;
-  CLI::Option* accept2_opt =
-      app.add_option("--replay-accept2", replay_accept2,
-                     "with --draft-replay and --tree-nodes: a second candidate at each position, so that one of the two is "
-                     "right with this probability (at least --replay-accept)")
-          ->check(CLI::Range(0.0, 1.0))
-          ->needs(replay_opt);
-  CLI::Option* tree_opt =
-      app.add_option("--tree-nodes", lookup.tree_nodes,
-                     "with --lookup, --draft, --draft-quant or --draft-replay: verify a token tree of up to N drafted tokens "
-                     "per pass, as deep as --lookup N / --draft-max (several candidate continuations in one forward pass: "
-                     "n-gram matches, a draft model's second choices where it is least sure; the longest accepted path "
-                     "kept; at most the batch size - 1) instead of one chain; the size per pass is chosen from the "
-                     "measured acceptance and pass times (--lookup-fixed: always N); 0: chains. The output is the same as without it")
-          ->check(CLI::Range(0, 255))
-          ->excludes("--self-spec");
-  app.add_option("--tree-width", lookup.tree_width,
-                 "with --lookup and --tree-nodes: the n-gram matches (distinct continuations) a tree holds")
-      ->check(CLI::Range(1, 16))
-      ->needs(tree_opt)
-      ->capture_default_str();
-  CLI::Option* draft_max_opt =
-      app.add_option("--draft-max", draft_max, "with --draft, --draft-quant, --self-spec or --draft-replay: tokens drafted per verify pass")
-          ->check(CLI::Range(1, 64))
-          ->capture_default_str();
+  spec_opts.Add(app);
   json.Add(app, "one object at the end (text, token ids, seed, timings); on stdout the text is not streamed");
   if (auto rc = Parse(app, argc, argv)) return *rc;
   InterruptScope interrupt;  // from here on, a signal while loading still ends with the results (none yet)
   if (n_predict < 0) return Fail(cmd, InvalidArgument("-n must be >= 0"));
-  if (draft_max_opt->count() > 0 && replay_file.empty() && !draft.on() && !self_spec.on())
-    return Fail(cmd, InvalidArgument("--draft-max needs --draft, --draft-quant, --self-spec or --draft-replay"));
-  if (Status st = draft.Validate(); !st.ok()) return Fail(cmd, st);
-  if (lookup.tree_nodes > 0 && lookup.n_draft == 0 && replay_file.empty() && !draft.on())
-    return Fail(cmd, InvalidArgument("--tree-nodes needs --lookup, --draft, --draft-quant or --draft-replay"));
-  if (accept2_opt->count() > 0 && lookup.tree_nodes == 0)
-    return Fail(cmd, InvalidArgument("--replay-accept2 needs --tree-nodes (the second candidates are the tree's branches)"));
-  if (accept2_opt->count() > 0 && replay_accept2 < replay_accept)
-    return Fail(cmd, InvalidArgument("--replay-accept2 is below --replay-accept (it is the probability that either "
-                                     "candidate is right, the first one's included)"));
+  if (Status st = spec_opts.Validate(); !st.ok()) return Fail(cmd, st);
   if (Status st = so.Finish(); !st.ok()) return Fail(cmd, st);
   if (Status st = po.Validate({mo.model, prompt_file}); !st.ok()) return Fail(cmd, st);
   auto prompt_text = ReadPrompt(prompt, prompt_file);
   if (!prompt_text.ok()) return Fail(cmd, prompt_text.status());
 
-  ExtraPlan draft_plan;
-  if (draft.on()) draft_plan = [&](const llm::Model& m, const llm::PlanParams& pp) { return draft.Plan(m, pp); };
-  auto loaded = LoadModel(mo, draft_plan);
+  auto loaded = LoadModel(mo, spec_opts.DraftPlan());
   if (!loaded.ok()) return Fail(cmd, loaded.status());
   llm::Context& ctx = *loaded->ctx;
   // The draft model and its own context (same length, threads, batch and KV types as the target's).
-  std::unique_ptr<llm::Model> draft_model;
-  std::unique_ptr<llm::Context> draft_ctx;
-  std::unique_ptr<llm::DraftModelDrafter> drafter;
-  if (draft.on()) {
-    const auto t0 = Clock::now();
-    auto dm = draft.Load(*loaded->model, ctx.n_threads());
-    if (!dm.ok()) return Fail(cmd, dm.status());
-    draft_model = std::move(*dm);
-    if (!mo.no_repack) draft_model->RepackForKernels(ctx.isa());
+  {
     llm::ContextParams dp = loaded->params;
     dp.n_ctx = ctx.n_ctx();
-    auto dc = llm::Context::Create(*draft_model, dp);
-    if (!dc.ok()) return Fail(cmd, dc.status().WithContext("draft model"));
-    draft_ctx = std::move(*dc);
-    drafter = std::make_unique<llm::DraftModelDrafter>(*draft_ctx, std::min(ctx.n_vocab(), draft_ctx->n_vocab()));
-    loaded->load_s += Seconds(t0, Clock::now());
+    if (Status st = spec_opts.LoadDraftModel(*loaded->model, ctx.n_threads(), ctx.isa(), mo.no_repack); !st.ok())
+      return Fail(cmd, st);
+    if (Status st = spec_opts.CreateDraftContext(dp); !st.ok()) return Fail(cmd, st);
   }
   const tok::Tokenizer& tk = loaded->model->tokenizer();
 
@@ -213,14 +105,10 @@ int RunMain(int argc, char** argv) {
     return Fail(cmd, InvalidArgument("the prompt has " + std::to_string(toks.size()) + " tokens, which does not fit in the context of " +
                                      std::to_string(ctx.n_ctx()) + " (use -c to enlarge it)"));
 
-  // Self-speculative decoding: the skip set (auto's search runs on this context, before the prompt).
-  std::unique_ptr<llm::SelfSpecDrafter> self_drafter;
-  if (self_spec.on()) {
-    const auto t0 = Clock::now();
-    if (Status st = self_spec.Resolve(ctx, toks, tk); !st.ok()) return Fail(cmd, st);
-    self_drafter = std::make_unique<llm::SelfSpecDrafter>(ctx, self_spec.skip());
-    loaded->load_s += Seconds(t0, Clock::now());
-  }
+  // Self-speculative decoding's skip set (auto's search runs on this context, before the prompt), the replay's
+  // recording.
+  if (Status st = spec_opts.Resolve(ctx, toks, tk, so.params.seed); !st.ok()) return Fail(cmd, st);
+  loaded->load_s += spec_opts.setup_s();
 
   std::unique_ptr<llm::Profiler> prof;
   if (po.on()) {
@@ -230,45 +118,8 @@ int RunMain(int argc, char** argv) {
   const bool stream = !json.to_stdout();
   llm::Sampler sampler(so.params);
   for (int32_t t : toks) sampler.Accept(t);
-  lookup.adaptive = !lookup_fixed;
-  if (!replay_file.empty()) {
-    auto replay = LoadReplay(replay_file, toks, replay_accept, std::max(replay_accept, replay_accept2), so.params.seed,
-                             ctx.n_vocab());
-    if (!replay.ok()) return Fail(cmd, replay.status());
-    auto shared = std::make_shared<llm::ReplayDrafter>(std::move(*replay));
-    lookup.drafter = [shared](const std::vector<int32_t>& h, int k) { return (*shared)(h, k); };
-    if (lookup.tree_nodes > 0)
-      lookup.tree_drafter = [shared](const std::vector<int32_t>& h, int nodes, int depth) { return shared->Tree(h, nodes, depth); };
-    lookup.n_draft = draft_max;
-  }
-  // A draft model or the self-speculative drafter, after the n-gram lookup when --lookup is given too: the first
-  // drafter that proposes wins.
-  const int lookup_n = lookup.n_draft;
-  if (drafter || self_drafter) {
-    llm::Drafter d = drafter ? llm::Drafter(std::ref(*drafter)) : llm::Drafter(std::ref(*self_drafter));
-    const llm::LookupParams lp = lookup;
-    lookup.drafter = [d, lp, lookup_n, draft_max](const std::vector<int32_t>& history, int k) {
-      std::vector<int32_t> found;
-      if (lookup_n > 0) found = llm::LookupDraft(history, std::min(k, lookup_n), lp.ngram_max, lp.ngram_min);
-      return found.empty() ? d(history, std::min(k, draft_max)) : found;
-    };
-    lookup.costly_drafter = true;
-    lookup.n_draft = std::max(lookup_n, draft_max);
-    // Trees: the n-gram matches' tree where there is one, else the draft model's.
-    if (drafter && lookup.tree_nodes > 0) {
-      llm::DraftModelDrafter* dm = drafter.get();
-      lookup.tree_drafter = [dm, lp, lookup_n](const std::vector<int32_t>& history, int nodes, int depth) {
-        llm::DraftTree t;
-        if (lookup_n > 0) t = llm::LookupTree(history, nodes, std::min(depth, lookup_n), lp.tree_width, lp.ngram_max, lp.ngram_min);
-        return t.empty() ? dm->Tree(history, nodes, depth) : t;
-      };
-    }
-  }
-  const std::string model_method = drafter ? "draft" : "self-spec";
-  const std::string spec_method = drafter || self_drafter ? (lookup_n > 0 ? "lookup+" : "") + model_method
-                                  : replay_file.empty() ? "lookup" : "replay";
   std::unique_ptr<llm::LookupDecoder> spec;
-  if (lookup.n_draft > 0) spec = std::make_unique<llm::LookupDecoder>(ctx, sampler, lookup, toks);
+  if (spec_opts.on()) spec = std::make_unique<llm::LookupDecoder>(ctx, sampler, spec_opts.NewRun(ctx), toks);
   // Positions of the accepted tokens in the cache (with --lookup the cache may hold rows being verified).
   auto n_past = [&] { return spec ? spec->n_past() : ctx.n_past(); };
   std::string stop = "n_predict";
@@ -283,7 +134,7 @@ int RunMain(int argc, char** argv) {
     if (InterruptScope::requested()) stop = "interrupted";
   }
   // The draft model's prefill (a failure only costs its first draft a longer pass).
-  if (drafter && stop != "interrupted") (void)drafter->Prefill(toks);
+  if (spec && stop != "interrupted") spec_opts.PrefillDraft(toks);
   const auto t_prefill_end = Clock::now();
 
   std::vector<int32_t> out_ids;
@@ -372,49 +223,8 @@ int RunMain(int argc, char** argv) {
     const llm::LookupStats& ls = spec->stats();
     // Passes after the first token (sampled from the prefill's logits), and the tokens they gave.
     const double per_pass = ls.passes() > 0 ? static_cast<double>(n_decoded - 1) / static_cast<double>(ls.passes()) : 0.0;
-    std::string drafter_text = replay_file.empty() ? "lookup " + std::to_string(lookup.n_draft) + " (n-gram " +
-                                                          std::to_string(lookup.ngram_max) + "..1" + (lookup.adaptive ? ", adaptive)" : ")")
-                                                    : "replay " + std::to_string(lookup.n_draft) + " (accept " + std::to_string(replay_accept).substr(0, 4) +
-                                                          (lookup.adaptive ? ", adaptive)" : ")");
-    if (lookup.tree_nodes > 0) drafter_text += ", trees of " + std::to_string(lookup.tree_nodes) + " nodes";
-    if (drafter || self_drafter)
-      drafter_text = (lookup_n > 0 ? "lookup " + std::to_string(lookup_n) + " then " : std::string()) + model_method + " " +
-                     std::to_string(draft_max) + " (" + (drafter ? draft.Describe() : self_spec.Describe()) +
-                     (lookup.adaptive ? ", adaptive)" : ")");
-    std::fprintf(stderr,
-                 "%s | drafted %lld, accepted %lld (%.1f%%) | %lld verify + %lld plain passes | "
-                 "%.2f tokens/pass | %.1f tok/s | draft %.3f s, verify %.3f s, plain %.3f s\n",
-                 drafter_text.c_str(), static_cast<long long>(ls.drafted),
-                 static_cast<long long>(ls.accepted), 100.0 * ls.acceptance(), static_cast<long long>(ls.verify_passes),
-                 static_cast<long long>(ls.plain_passes), per_pass, decode_tps, ls.draft_s, ls.verify_s, ls.plain_s);
-    spec_json = {{"method", spec_method},
-                 {"n_draft", lookup.n_draft},
-                 {"ngram_max", lookup.ngram_max},
-                 {"adaptive", lookup.adaptive},
-                 {"replay_accept", replay_file.empty() ? nlohmann::json() : nlohmann::json(replay_accept)},
-                 {"replay_accept2", replay_file.empty() || replay_accept2 < 0 ? nlohmann::json() : nlohmann::json(replay_accept2)},
-                 {"tree_nodes", lookup.tree_nodes},
-                 {"drafted", ls.drafted},
-                 {"accepted", ls.accepted},
-                 {"acceptance_rate", ls.acceptance()},
-                 {"verify_passes", ls.verify_passes},
-                 {"tree_passes", ls.tree_passes},
-                 {"plain_passes", ls.plain_passes},
-                 {"tokens_per_pass", per_pass},
-                 {"decode_tok_s", decode_tps},
-                 {"draft_s", ls.draft_s},
-                 {"verify_s", ls.verify_s},
-                 {"plain_s", ls.plain_s}};
-    if (drafter) {
-      const llm::DraftModelStats& ds = drafter->stats();
-      spec_json["draft_model"] = {{"source", draft.Describe()}, {"draft_max", draft_max}, {"evals", ds.evals},
-                                  {"caught_up", ds.caught_up}, {"rolled_back", ds.rolled_back}};
-    }
-    if (self_drafter) {
-      spec_json["self_spec"] = self_spec.ToJson();
-      spec_json["self_spec"]["draft_max"] = draft_max;
-      spec_json["self_spec"]["evals"] = self_drafter->stats().evals;
-    }
+    std::fprintf(stderr, "%s\n", spec_opts.StatsLine(ls, per_pass, decode_tps).c_str());
+    spec_json = spec_opts.ToJson(ls, per_pass, decode_tps);
   }
   if (prof) {
     ctx.SetProfiler(nullptr);
