@@ -1,11 +1,13 @@
 // `edgedecode bench`: prefill (pp) and decode (tg) speed like llama-bench, with the decode roofline
-// (read bandwidth measured in the same run / bytes read per token) beside each decode figure.
+// (read bandwidth measured in the same run / bytes read per token) beside each decode figure; with --spec, a
+// speculative drafter against plain decoding (bench_spec.h).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 
+#include "cli/bench_spec.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/model_options.h"
@@ -116,14 +118,39 @@ int BenchMain(int argc, char** argv) {
   AddNoFuse(app, mo.no_fuse);
   ProfileOptions po;
   po.Add(app);
+  bool spec_ab = false;
+  std::string spec_prompt, spec_prompt_file;
+  SpecOptions spec;
+  CLI::Option* spec_opt = app.add_flag("--spec", spec_ab,
+                                       "instead of pp/tg: a speculative drafter (the options of `run`: --lookup N, --draft MODEL, "
+                                       "--draft-quant TYPE, --self-spec LAYERS|auto, --draft-replay FILE, --tree-nodes N, ...) "
+                                       "against plain decoding, -n tokens greedily, the arms alternating run by run; the outputs "
+                                       "must be equal");
+  CLI::Option* prompt_opt = app.add_option("--prompt", spec_prompt, "with --spec: the prompt text (default: a built-in story)")
+                                ->needs(spec_opt);
+  app.add_option("-f,--file", spec_prompt_file, "with --spec: read the prompt from FILE ('-': stdin)")
+      ->needs(spec_opt)
+      ->excludes(prompt_opt);
+  spec.Add(app);
   if (auto rc = Parse(app, argc, argv)) return *rc;
+  if (Status st = spec.Validate(); !st.ok()) return Fail(cmd, st);
+  if (spec.on() && !spec_ab) return Fail(cmd, InvalidArgument("the drafter options (--lookup, --draft, --draft-quant, --self-spec, --draft-replay) need --spec"));
+  if (spec_ab && !spec.on())
+    return Fail(cmd, InvalidArgument("--spec needs a drafter: --lookup N, --draft MODEL, --draft-quant TYPE, --self-spec LAYERS|auto or --draft-replay FILE"));
+  if (spec_ab) {
+    for (const char* name : {"--n-prompt", "--depth", "--verify"})
+      if (app.get_option(name)->count() > 0)
+        return Fail(cmd, InvalidArgument(std::string(name) + " is not used with --spec (the prompt is text: --prompt TEXT or -f FILE)"));
+    if (po.on()) return Fail(cmd, InvalidArgument("--profile and --trace are not used with --spec"));
+    if (n_gen < 2) return Fail(cmd, InvalidArgument("with --spec, -n must be >= 2 (the timed passes follow the first token)"));
+  }
   if (reps < 1) return Fail(cmd, InvalidArgument("-r must be >= 1"));
   if (n_prompt < 0 || n_gen < 0 || depth < 0 || verify < 0) return Fail(cmd, InvalidArgument("-p, -n, -d and -k must be >= 0"));
   auto thread_counts = ParseThreadList(threads_arg);
   if (!thread_counts.ok()) return Fail(cmd, thread_counts.status());
   if (Status st = po.Validate({mo.model}); !st.ok()) return Fail(cmd, st);
   if (json.on() && !json.to_stdout()) {
-    if (Status st = CheckOutputIsNotInput(json.path(), {mo.model}, "--json"); !st.ok()) return Fail(cmd, st);
+    if (Status st = CheckOutputIsNotInput(json.path(), {mo.model, spec_prompt_file}, "--json"); !st.ok()) return Fail(cmd, st);
   }
   std::vector<GgmlType> kv_types;
   {
@@ -138,6 +165,14 @@ int BenchMain(int argc, char** argv) {
     if (kv_types.empty()) return Fail(cmd, InvalidArgument("--kv-type needs at least one type"));
   }
 
+  std::string prompt_text = spec_prompt_file.empty() ? spec_prompt : std::string();
+  if (spec_ab && !spec_prompt_file.empty()) {
+    auto text = ReadInputText(spec_prompt_file);
+    if (!text.ok()) return Fail(cmd, text.status());
+    prompt_text = std::move(*text);
+  } else if (spec_ab && prompt_opt->count() == 0) {
+    prompt_text = llm::SelfSpecCalibrationText();
+  }
   auto weights = LoadWeights(mo);
   if (!weights.ok()) return Fail(cmd, weights.status());
   const kernels::Isa isa = weights->isa;
@@ -156,6 +191,28 @@ int BenchMain(int argc, char** argv) {
     }
   };
   FILE* out = json.text();
+  if (spec_ab) {
+    SpecBenchParams sp;
+    sp.model_path = mo.model;
+    sp.weights = &*weights;
+    sp.n_batch = mo.n_batch;
+    sp.no_repack = mo.no_repack;
+    sp.threads = *thread_counts;
+    sp.kv_types = kv_types;
+    sp.prompt = prompt_text;
+    sp.n_gen = n_gen;
+    sp.reps = reps;
+    if (Status st = RunSpecBench(spec, sp, out, json.on() ? std::function<void(nlohmann::json)>(print_json) : nullptr); !st.ok())
+      return Fail(cmd, st);
+    if (json.on() && !json.to_stdout()) {
+      if (Status st = WriteFileAtomically(json.path(), jsonl); !st.ok()) return Fail(cmd, st);
+    }
+    if (InterruptScope::requested()) {
+      std::fprintf(stderr, "bench: interrupted; the results above are the tests that finished\n");
+      return ToInt(InterruptScope::exit_code());
+    }
+    return 0;
+  }
   const double model_mib = static_cast<double>(m.file().file_size()) / (1 << 20);
   // One profile per (threads, test), over the measured runs only (not the warm-up run, not the depth fill).
   std::vector<std::unique_ptr<llm::Profiler>> profiles;
