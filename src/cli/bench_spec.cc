@@ -169,7 +169,7 @@ Status RunSpecBench(SpecOptions& spec, const SpecBenchParams& p, FILE* out,
                    name, threads, isa, test.c_str(), spec.Describe().c_str(), kv_label.c_str(), b.median, b.min, b.max,
                    ratio, 100 * t.acceptance(), per_pass, pct(t.draft_s), pct(t.verify_s), pct(t.plain_s), pct(other_s));
       std::fprintf(out, "speculative / plain decode: %.2fx (%d thread%s%s; medians of %zu runs each, outputs equal)\n\n", ratio,
-                   threads, threads == 1 ? "" : "s", kv_label.c_str(), arms.spec_tps.size());
+                   threads, threads == 1 ? "" : "s", kv_label.empty() ? "" : (", kv " + kv_name).c_str(), arms.spec_tps.size());
       std::fflush(out);
       if (json_line) {
         json_line({{"model", p.model_path},
