@@ -85,7 +85,8 @@ TEST(BenchSpec, JsonHasBothArmsAndConsistentFigures) {
 }
 
 // The model drafting for itself, never paused: every drafted token is accepted, so the speculative arm's
-// passes give several tokens each; and another drafter with a prompt from a file and two threads.
+// passes give several tokens each; a draft model's trees; and layer skip with a prompt from a file at two
+// thread counts.
 TEST(BenchSpec, DraftModelAndSelfSpecDraftAndVerify) {
   CommandResult r = RunEdgedecode(kBench + "--spec --draft " + kF32 + " --draft-max 4 --lookup-fixed -n 40 -r 1 --json -");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -97,6 +98,14 @@ TEST(BenchSpec, DraftModelAndSelfSpecDraftAndVerify) {
   EXPECT_EQ(b["accepted"], b["drafted"]);
   EXPECT_GT(b["tokens_per_pass"].get<double>(), 3.0);
   EXPECT_GT(b["draft_s"].get<double>(), 0.0);
+
+  // A draft model's token trees (a q8_0 re-encoding, trees of 4 nodes): the same tokens, some passes branching.
+  r = RunEdgedecode(kBench + "--spec --draft-quant q8_0 --draft-max 3 --tree-nodes 4 --lookup-fixed -n 40 -r 1 --json -");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  lines = JsonLines(r.out);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  EXPECT_EQ(lines[0]["outputs_equal"], true);
+  EXPECT_GT(lines[0]["speculative"]["tree_passes"].get<int64_t>(), 0) << r.out;
 
   const std::string prompt = TempPath("bench_spec_prompt.txt");
   std::ofstream(prompt) << "Lily saw a big dog. The dog was happy. Lily saw a big dog. The dog was happy. Lily";
