@@ -405,6 +405,13 @@ int RunMain(int argc, char** argv) {
                  {"draft_s", ls.draft_s},
                  {"verify_s", ls.verify_s},
                  {"plain_s", ls.plain_s}};
+    if (lookup.adaptive && lookup.tree_nodes == 0) spec_json["acceptance_estimate"] = ls.accept_estimate;
+    nlohmann::json lengths = nlohmann::json::array();  // chain passes by draft length
+    for (size_t k = 1; k < ls.chain_passes.size(); ++k)
+      if (ls.chain_passes[k] > 0)
+        lengths.push_back({{"draft", k}, {"passes", ls.chain_passes[k]},
+                           {"mean_ms", 1000.0 * ls.chain_s[k] / static_cast<double>(ls.chain_passes[k])}});
+    spec_json["draft_lengths"] = lengths;
     if (drafter) {
       const llm::DraftModelStats& ds = drafter->stats();
       spec_json["draft_model"] = {{"source", draft.Describe()}, {"draft_max", draft_max}, {"evals", ds.evals},
