@@ -201,8 +201,9 @@ void LookupDecoder::RecordChainPass(int k, double seconds) {
   if (chain_costs_.size() <= static_cast<size_t>(k)) chain_costs_.resize(static_cast<size_t>(k) + 1);
   ChainCost& c = chain_costs_[static_cast<size_t>(k)];
   // The first pass of a length may pay for warming up (scratch growth, caches): the second replaces it,
-  // later ones weigh 1/4.
-  c.seconds = c.passes < 2 ? seconds : 0.75 * c.seconds + 0.25 * seconds;
+  // later ones weigh 1/4, each counted at most twice the mean (one pass descheduled by another process
+  // must not rule its length out for long; a lasting slowdown still raises the mean within a few passes).
+  c.seconds = c.passes < 2 ? seconds : 0.75 * c.seconds + 0.25 * std::min(seconds, 2 * c.seconds);
   ++c.passes;
   c.last = length_choices_;
   if (k > 0) {
