@@ -217,12 +217,24 @@ void LookupDecoder::RecordChainPass(int k, double seconds) {
 }
 
 std::vector<double> LookupDecoder::ChainCostEstimates(int k_max) const {
+  // A length not measured yet: between two measured ones, on the line joining them (the pass time steps
+  // at tile sizes, so this is about right or high); past the longest measured, that one's time (a pass of
+  // more rows is never cheaper: optimistic, so that a longer draft is tried while it could win).
   std::vector<double> est(static_cast<size_t>(k_max) + 1, 0);
-  double floor = 0;  // the longest shorter measured length's time: a pass of more rows is never cheaper
+  auto measured = [&](int k) { return static_cast<size_t>(k) < chain_costs_.size() && chain_costs_[static_cast<size_t>(k)].passes > 0; };
+  int lo = -1;  // the last measured length at or below k
   for (int k = 0; k <= k_max; ++k) {
-    const bool measured = static_cast<size_t>(k) < chain_costs_.size() && chain_costs_[static_cast<size_t>(k)].passes > 0;
-    est[static_cast<size_t>(k)] = measured ? chain_costs_[static_cast<size_t>(k)].seconds : floor;
-    if (measured) floor = est[static_cast<size_t>(k)];
+    if (measured(k)) {
+      est[static_cast<size_t>(k)] = chain_costs_[static_cast<size_t>(k)].seconds;
+      lo = k;
+      continue;
+    }
+    if (lo < 0) continue;  // nothing measured below: left unusable
+    int hi = k + 1;
+    while (hi <= k_max && !measured(hi)) ++hi;
+    const double t_lo = est[static_cast<size_t>(lo)];
+    est[static_cast<size_t>(k)] =
+        hi > k_max ? t_lo : t_lo + (chain_costs_[static_cast<size_t>(hi)].seconds - t_lo) * (k - lo) / (hi - lo);
   }
   return est;
 }
@@ -232,8 +244,9 @@ int LookupDecoder::DraftLength(int k_max) {
   // The plain step's time first: every other estimate is relative to it.
   if (chain_costs_.empty() || chain_costs_[0].passes == 0) return 0;
   // The acceptance: decayed counts of accepted tokens and of passes left before the draft's end (the
-  // geometric law's estimate with censored passes), with one pseudo-count each (a prior of 1/2).
-  const double a = std::min((accept_ew_ + 1) / (accept_ew_ + reject_ew_ + 2), 0.999);
+  // geometric law's estimate with censored passes), with half a pseudo-count each (a prior of 1/2 that a
+  // few passes outweigh).
+  const double a = std::min((accept_ew_ + 0.5) / (accept_ew_ + reject_ew_ + 1), 0.999);
   stats_.accept_estimate = a;
   const std::vector<double> est = ChainCostEstimates(k_max);
   // Paused (the step drafts only to count against the pause) or probing after one: a draft, never plain.
@@ -247,13 +260,14 @@ int LookupDecoder::DraftLength(int k_max) {
     return BestDraftLength(a, est, 1);  // drafted and dropped: the step counts against the pause
   }
   if (must_draft) return k;
-  // Every 16th choice re-measures the neighbour of the best one measured longest ago (costs drift with load).
+  // Every 16th choice re-measures the neighbour of the best one measured longest ago (costs drift with
+  // load; a plain step too, next to drafts of 1, where the choice against plain steps is closest).
   if (++length_choices_ % 16 == 0) {
     auto last = [&](int n) { return static_cast<size_t>(n) < chain_costs_.size() ? chain_costs_[static_cast<size_t>(n)].last : -1; };
-    int pick = 0;
+    int pick = -1;
     for (int n : {k - 1, k + 1})
-      if (n >= 1 && n <= k_max && (pick == 0 || last(n) < last(pick))) pick = n;
-    if (pick > 0) k = pick;
+      if (n >= 0 && n <= k_max && (pick < 0 || last(n) < last(pick))) pick = n;
+    if (pick >= 0) k = pick;
   }
   return k;
 }
@@ -277,7 +291,9 @@ void LookupDecoder::EndPass() {
   verify_rate_ = verify_rate_ > 0 ? 0.75 * verify_rate_ + 0.25 * rate : rate;
   const bool slower = plain_s_ > 0 && verify_rate_ * plain_s_ < 1.0;
   if (pass_accepted_ > 0 && !slower) backoff_ = p_.backoff;
-  if (p_.adaptive && (recent_sum_ < p_.min_accept_per_pass || slower)) {
+  // Chains pause where BestDraftLength says plain steps win (DraftLength): these coarser rules, which an
+  // unlucky streak of a few rejected passes trips at a fair acceptance, are the trees'.
+  if (p_.adaptive && Trees() && (recent_sum_ < p_.min_accept_per_pass || slower)) {
     verify_rate_ = 0;  // the probe measures afresh
     pause_ = backoff_;
     backoff_ = std::min(backoff_ * 2, p_.max_backoff);
@@ -359,7 +375,7 @@ Status LookupDecoder::Advance(int32_t token, int max_draft) {
   // A pass of at most one batch: its rejected rows can always be rolled back, sliding-window rings included
   // (Context::Truncate keeps the last batch of every ring).
   // A tree is n_draft deep (its cost is its node count, fixed; the chain length model does not apply).
-  const bool trees = p_.tree_nodes > 0 && (p_.tree_drafter || !p_.drafter);
+  const bool trees = Trees();
   int k = std::min({p_.n_draft, max_draft, room, ctx_.n_batch() - 1});
   if (!trees) k = DraftLength(k);
   // A drafter that always proposes would leave no plain step to time: the first step is a plain one.

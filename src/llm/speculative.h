@@ -57,21 +57,21 @@ struct LookupParams {
   bool costly_drafter = false;
   int ngram_max = 3;   // the longest n-gram tried first ...
   int ngram_min = 1;   // ... down to this one
-  // Adaptive: when the running mean of accepted tokens per verify pass (weight 1/4 on the newest pass,
-  // starting at 1) falls below min_accept_per_pass, drafting pauses for `backoff` steps that found a
-  // draft (doubled on each failed probe, up to max_backoff; reset by a pass that accepts), then probes
-  // again. It pauses too when verify passes give fewer tokens per second than plain steps, both timed
-  // here (a pass's time includes its drafter's) (a model too small to be bound by its weight reads: a pass
-  // of several tokens costs several steps); this makes which steps draft depend on timing, never which
-  // tokens come out. While drafting chains, the draft length k (at most n_draft) is BestDraftLength's: the
-  // most expected tokens per second, E[tokens | k, a] / time(k), with a the running per-token acceptance
-  // and time(k) the measured time of a pass of k drafted tokens, one running mean per k (time(0): a plain
-  // step). The pass time is not linear in k (the kernels work in tiles of rows: it steps at tile sizes), so
-  // each k is measured on its own: the first step is a plain one, a k not yet measured is estimated at the
-  // time of the longest shorter one measured (a pass of more rows is never cheaper), so that it is tried
-  // only while it could beat the best measured one; every 16th choice re-measures the neighbour of the
-  // best measured longest ago. When plain steps win (k = 0), drafting pauses as above. adaptive = false:
-  // draft n_draft tokens whenever a match is found.
+  // Adaptive, chains: the draft length k (at most n_draft) of each pass is BestDraftLength's, the most
+  // expected tokens per second, E[tokens | k, a] / time(k), with a the running per-token acceptance and
+  // time(k) the measured time of a pass of k drafted tokens (drafter included), one running mean per k
+  // (time(0): a plain step). A pass's time is not linear in k (the kernels work in tiles of rows: it steps
+  // at tile sizes), hence one mean per k rather than one cost per drafted token: the first step is a plain
+  // one; a k not measured yet is estimated on the line between the measured lengths around it, or past the
+  // longest measured at that one's time (a pass of more rows is never cheaper), so that it is tried while
+  // it could beat the best; every 16th choice re-measures a neighbour of the best. Where plain steps win
+  // (k = 0), drafting pauses for `backoff` steps that found a draft (doubled on each pause in a row, up to
+  // max_backoff; reset by a pass that accepts), then probes with one pass. Timing decides which steps
+  // draft, never which tokens come out.
+  // Adaptive, trees: drafting pauses the same way when the running mean of accepted tokens per verify pass
+  // (weight 1/4 on the newest, starting at 1) falls below min_accept_per_pass, or when verify passes give
+  // fewer tokens per second than plain steps, both timed here. adaptive = false: draft n_draft tokens (or a
+  // tree of tree_nodes) whenever a match is found.
   bool adaptive = true;
   // Token trees: with tree_nodes > 0 and a tree drafter (tree_drafter, or the n-gram lookup's several matches
   // when both drafters are empty), each pass verifies a tree of up to tree_nodes drafted tokens at most
@@ -81,7 +81,7 @@ struct LookupParams {
   // acceptance of each node position (a tree drafter lists its nodes most likely first and fills whatever
   // budget it is given) over each budget's measured pass time (each tried twice first, largest first; every
   // 16th pass re-measures the one measured longest ago). adaptive = false: tree_nodes always.
-  // Adaptive drafting still pauses while passes lose. A tree that comes out a chain is verified as one.
+  // Adaptive drafting still pauses while passes lose (above). A tree that comes out a chain is verified as one.
   // tree_width: the n-gram lookup's continuations per tree (distinct matches).
   int tree_nodes = 0;
   int tree_width = 2;
@@ -232,6 +232,8 @@ class LookupDecoder {
   std::vector<double> node_offered_, node_accepted_;  // per node index: decayed counts of passes offering it
                                                       // and of those that accepted it
   int TreeBudget();
+  // Token trees are on (see LookupParams::tree_nodes): a tree drafter, or the n-gram lookup's matches.
+  bool Trees() const { return p_.tree_nodes > 0 && (p_.tree_drafter || !p_.drafter); }
   // The draft for a pass of at most k tokens deep (a tree where trees are on, else a chain).
   DraftTree Draft(int k);
 };
