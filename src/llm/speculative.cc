@@ -290,7 +290,7 @@ void LookupDecoder::EndPass() {
   const double rate = (pass_accepted_ + 1) / std::max(pass_s_, 1e-9);
   verify_rate_ = verify_rate_ > 0 ? 0.75 * verify_rate_ + 0.25 * rate : rate;
   const bool slower = plain_s_ > 0 && verify_rate_ * plain_s_ < 1.0;
-  if (pass_accepted_ > 0 && !slower) backoff_ = p_.backoff;
+  if (pass_accepted_ > 0 && (!slower || !Trees())) backoff_ = p_.backoff;
   // Chains pause where BestDraftLength says plain steps win (DraftLength): these coarser rules, which an
   // unlucky streak of a few rejected passes trips at a fair acceptance, are the trees'.
   if (p_.adaptive && Trees() && (recent_sum_ < p_.min_accept_per_pass || slower)) {
