@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
 
 #include "cli_util.h"
@@ -300,6 +301,38 @@ TEST(ReplayTree, BestFirstShapeAndRates) {
   EXPECT_NEAR(first / double(n), 0.6, 0.05);
   EXPECT_NEAR(either / double(n), 0.9, 0.04);
   EXPECT_TRUE(d.Tree({1, 2, 99}, 6, 4).empty());  // off the recording
+}
+
+TEST(DraftLength, ExpectedTokensCountTheBonusToken) {
+  EXPECT_DOUBLE_EQ(llm::ExpectedPassTokens(0, 0.6), 1.0);
+  EXPECT_DOUBLE_EQ(llm::ExpectedPassTokens(3, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(llm::ExpectedPassTokens(8, 1.0), 9.0);
+  for (int k = 1; k <= 8; ++k)  // 1 + a + ... + a^k = (1 - a^(k+1)) / (1 - a)
+    EXPECT_NEAR(llm::ExpectedPassTokens(k, 0.6), (1 - std::pow(0.6, k + 1)) / 0.4, 1e-12) << k;
+}
+
+TEST(DraftLength, MostTokensPerSecondOverMeasuredPassTimes) {
+  using llm::BestDraftLength;
+  // Pass times in ms by draft length (index 0: a plain step), shaped like TinyLlama-1.1B q4_0's on an idle
+  // machine: at 1 thread the 4-row tile makes drafts of 2..5 cost about the same, longer ones step up; at
+  // 2 threads the cost grows about linearly (0.1 step per drafted token).
+  const std::vector<double> one = {26.2, 30.3, 32.2, 33.2, 32.0, 33.6, 40.0, 37.2, 44.1};
+  std::vector<double> two(9);  // filled below
+  for (size_t k = 0; k < two.size(); ++k) two[k] = 11.9 * (1 + 0.1 * static_cast<double>(k));
+  for (const std::vector<double>* cost : {&one, static_cast<const std::vector<double>*>(&two)}) {
+    const int mid = BestDraftLength(0.6, *cost);
+    EXPECT_GE(mid, 2);
+    EXPECT_LE(mid, 4);
+    EXPECT_EQ(BestDraftLength(0.0, *cost), 0);  // nothing accepted: plain steps
+    EXPECT_EQ(BestDraftLength(0.0, *cost, 1), 1);  // a draft asked for: the cheapest
+    EXPECT_GE(BestDraftLength(0.95, *cost), 5);
+    EXPECT_GT(BestDraftLength(0.95, *cost), BestDraftLength(0.8, *cost) - 1);
+  }
+  // Free drafted tokens (a model bound by its weight reads): the longest draft at any acceptance above 0.
+  EXPECT_EQ(BestDraftLength(0.3, std::vector<double>(9, 10.0)), 8);
+  // Unusable (unmeasured, <= 0) entries are skipped; none usable: k_min.
+  EXPECT_EQ(BestDraftLength(0.6, {10.0, 0.0, 0.0, 11.0}), 3);
+  EXPECT_EQ(BestDraftLength(0.6, {0.0, 0.0}, 1), 1);
 }
 
 }  // namespace

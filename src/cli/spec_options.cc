@@ -248,6 +248,13 @@ nlohmann::json SpecOptions::ToJson(const llm::LookupStats& ls, double tokens_per
                       {"draft_s", ls.draft_s},
                       {"verify_s", ls.verify_s},
                       {"plain_s", ls.plain_s}};
+  if (last_.adaptive && last_.tree_nodes == 0) j["acceptance_estimate"] = ls.accept_estimate;
+  nlohmann::json lengths = nlohmann::json::array();  // chain passes by draft length
+  for (size_t k = 1; k < ls.chain_passes.size(); ++k)
+    if (ls.chain_passes[k] > 0)
+      lengths.push_back({{"draft", k}, {"passes", ls.chain_passes[k]},
+                         {"mean_ms", 1000.0 * ls.chain_s[k] / static_cast<double>(ls.chain_passes[k])}});
+  j["draft_lengths"] = lengths;
   if (drafter_) {
     const llm::DraftModelStats& ds = drafter_->stats();
     j["draft_model"] = {{"source", draft_.Describe()}, {"draft_max", draft_max_}, {"evals", ds.evals},

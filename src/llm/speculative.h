@@ -66,16 +66,21 @@ struct LookupParams {
   bool costly_drafter = false;
   int ngram_max = 3;   // the longest n-gram tried first ...
   int ngram_min = 1;   // ... down to this one
-  // Adaptive: when the running mean of accepted tokens per verify pass (weight 1/4 on the newest pass,
-  // starting at 1) falls below min_accept_per_pass, drafting pauses for `backoff` steps that found a
-  // draft (doubled on each failed probe, up to max_backoff; reset by a pass that accepts), then probes
-  // again. It pauses too when verify passes give fewer tokens per second than plain steps, both timed
-  // here (a pass's time includes its drafter's) (a model too small to be bound by its weight reads: a pass of several tokens costs several
-  // steps); this makes which steps draft depend on timing, never which tokens come out. While drafting,
-  // the draft length k (at most n_draft) is the one that maximizes the expected tokens per pass over its
-  // cost, (1 - a^(k+1)) / (1 - a) / (1 + b k), with a the running per-token acceptance and b the measured
-  // extra cost of a drafted token in plain steps (n_draft until both are measured). adaptive = false:
-  // draft n_draft tokens whenever a match is found.
+  // Adaptive, chains: the draft length k (at most n_draft) of each pass is BestDraftLength's, the most
+  // expected tokens per second, E[tokens | k, a] / time(k), with a the running per-token acceptance and
+  // time(k) the measured time of a pass of k drafted tokens (drafter included), one running mean per k
+  // (time(0): a plain step). A pass's time is not linear in k (the kernels work in tiles of rows: it steps
+  // at tile sizes), hence one mean per k rather than one cost per drafted token: the first step is a plain
+  // one; a k not measured yet is estimated on the line between the measured lengths around it, or past the
+  // longest measured at that one's time (a pass of more rows is never cheaper), so that it is tried while
+  // it could beat the best; every 16th choice re-measures a neighbour of the best. Where plain steps win
+  // (k = 0), drafting pauses for `backoff` steps that found a draft (doubled on each pause in a row, up to
+  // max_backoff; reset by a pass that accepts), then probes with one pass. Timing decides which steps
+  // draft, never which tokens come out.
+  // Adaptive, trees: drafting pauses the same way when the running mean of accepted tokens per verify pass
+  // (weight 1/4 on the newest, starting at 1) falls below min_accept_per_pass, or when verify passes give
+  // fewer tokens per second than plain steps, both timed here. adaptive = false: draft n_draft tokens (or a
+  // tree of tree_nodes) whenever a match is found.
   bool adaptive = true;
   // Token trees: with tree_nodes > 0 and a tree drafter (tree_drafter, or the n-gram lookup's several matches
   // when both drafters are empty), each pass verifies a tree of up to tree_nodes drafted tokens at most
@@ -85,7 +90,7 @@ struct LookupParams {
   // acceptance of each node position (a tree drafter lists its nodes most likely first and fills whatever
   // budget it is given) over each budget's measured pass time (each tried twice first, largest first; every
   // 16th pass re-measures the one measured longest ago). adaptive = false: tree_nodes always.
-  // Adaptive drafting still pauses while passes lose. A tree that comes out a chain is verified as one.
+  // Adaptive drafting still pauses while passes lose (above). A tree that comes out a chain is verified as one.
   // tree_width: the n-gram lookup's continuations per tree (distinct matches).
   int tree_nodes = 0;
   int tree_width = 2;
@@ -107,9 +112,23 @@ struct LookupStats {
   double draft_s = 0;         // seconds in the drafter (a draft model's passes; ~0 for the n-gram lookup)
   double verify_s = 0;        // seconds of the target's verify passes
   double plain_s = 0;         // seconds of the target's one-token passes
+  // Chain verify passes by draft length: chain_passes[k] passes of k drafted tokens took chain_s[k] seconds
+  // (drafter included); index 0 unused (plain_passes, plain_s).
+  std::vector<int64_t> chain_passes;
+  std::vector<double> chain_s;
+  double accept_estimate = 0; // the running per-token acceptance the adaptive length choice used last
   double acceptance() const { return drafted > 0 ? static_cast<double>(accepted) / drafted : 0.0; }
   int64_t passes() const { return verify_passes + plain_passes; }
 };
+
+// Expected tokens from a verify pass of k drafted tokens, each right with probability a independently,
+// the bonus token included: 1 + a + ... + a^k (1 for k = 0, a plain step).
+double ExpectedPassTokens(int k, double a);
+// The draft length, at least k_min, with the most expected tokens per second: ExpectedPassTokens(k, a) /
+// seconds[k], where seconds[k] is the time of a pass of k drafted tokens (seconds[0]: a plain step); k
+// ranges over 0..seconds.size() - 1; entries <= 0 are skipped (k_min when none is usable). 0: plain
+// steps win. Pure: the adaptive chain length (LookupParams::adaptive) is this over the measured times.
+int BestDraftLength(double a, const std::vector<double>& seconds, int k_min = 0);
 
 // The n-gram lookup as a tree: the continuations (each at most max_depth tokens) of up to `width` distinct
 // earlier occurrences of the last n-gram (most recent and longest first, the first being LookupDraft's),
@@ -198,9 +217,20 @@ class LookupDecoder {
   double plain_s_ = 0;            // running mean seconds of a plain step (0: none yet)
   double verify_rate_ = 0;        // running mean tokens per second of verify passes (0: none yet)
   double accept_ew_ = 0, reject_ew_ = 0;  // decayed counts of accepted and rejected draft tokens
-  double extra_cost_ = -1;        // running mean extra cost of a drafted token, in plain steps (-1: unknown)
+  // Adaptive chain length: per draft length k (0: a plain step), the running mean seconds of its passes.
+  struct ChainCost {
+    double seconds = 0;
+    int passes = 0;
+    int64_t last = 0;  // the choice at which it was last measured
+  };
+  std::vector<ChainCost> chain_costs_;  // n_draft + 1 entries
+  int64_t length_choices_ = 0;
+  bool probe_ = false;  // the first pass after a pause the length choice started: a draft, whatever it says
   void EndPass();
-  int DraftLength(int k_max) const;
+  void RecordChainPass(int k, double seconds);
+  // The estimates BestDraftLength reads (see LookupParams::adaptive), k up to k_max.
+  std::vector<double> ChainCostEstimates(int k_max) const;
+  int DraftLength(int k_max);
   // Adaptive tree size (see LookupParams::tree_nodes): the budgets tried and their tokens per second.
   struct TreeSize {
     int nodes;
@@ -214,6 +244,8 @@ class LookupDecoder {
   std::vector<double> node_offered_, node_accepted_;  // per node index: decayed counts of passes offering it
                                                       // and of those that accepted it
   int TreeBudget();
+  // Token trees are on (see LookupParams::tree_nodes): a tree drafter, or the n-gram lookup's matches.
+  bool Trees() const { return p_.tree_nodes > 0 && (p_.tree_drafter || !p_.drafter); }
   // The draft for a pass of at most k tokens deep (a tree where trees are on, else a chain).
   DraftTree Draft(int k);
 };
