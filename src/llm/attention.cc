@@ -195,8 +195,10 @@ void Context::Attention(int layer, int m) {
     });
     return;
   }
-  const int max_rows = fused(Fusion::kAttnTiles) ? kAttnTileRows : 1;
-  const int n_tiles = AttentionTiles(layer, m, max_rows);
+  const int n_tiles = AttentionTiles(layer, m, fused(Fusion::kAttnTiles) ? kAttnTileRows : 1);
+  int max_rows = 1;  // the scratch of the largest tile (a decode step: one row)
+  for (int j = 0; j < n_tiles; ++j)
+    max_rows = std::max(max_rows, tile_first_[static_cast<size_t>(j) + 1] - tile_first_[static_cast<size_t>(j)]);
   pool_.ParallelFor(static_cast<int64_t>(n_tiles) * c.n_kv_heads, 1, [&](int64_t b, int64_t e, int) {
     TileScratch sc(max_rows, group, hd);
     for (int64_t item = b; item < e; ++item) {
