@@ -8,13 +8,15 @@
 #                       [--base-bin PATH]
 #
 # Variants: "none" = all fusions on; a fusion name = that fusion off; "base" = --base-bin, all on.
+# attn_tiles acts on passes of several rows over a long cache, e.g. --variants "none attn_tiles"
+# --args "-p 64 -n 0 -d 2048 -t 2 -r 3" (the prefill of a follow-up turn after 2048 tokens).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${EDGEDECODE_BIN:-$here/build/edgedecode}
 model=${HOME}/.cache/edgedecode/tinyllama-1.1b.q4_0.gguf
 rounds=5
 args="-p 128 -n 32 -t 2 -r 3"
-variants="none norm_quant qkv gate_up_silu rope_kv attn_online"
+variants="none norm_quant qkv gate_up_silu rope_kv attn_online attn_tiles"
 base_bin=""
 while (($#)); do
   case $1 in

@@ -143,6 +143,16 @@ TEST_F(CliTest, JsonOnStdoutParsesAndTextGoesToStderr) {
   }
 }
 
+// bench -p with -d: the prefill after `depth` tokens of history (a follow-up turn), named ppN@dD.
+TEST_F(CliTest, BenchPrefillAtDepth) {
+  CommandResult r = RunEdgedecode("bench -m " + model_ + " -p 8 -n 0 -d 20 -r 1 -t 1 --json -");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j.value("test", ""), "pp8@d20") << r.out;
+  EXPECT_GT(j.value("tps_median", 0.0), 0.0) << r.out;
+}
+
 TEST_F(CliTest, AFileOptionDoesNotSwallowAFlag) {
   const std::string m = " -m " + model_;
   for (const std::string& args : {"run" + m + " -p hi --trace --profile", "scan " + kOnnx + " --csv --all --target cpu",

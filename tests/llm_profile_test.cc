@@ -123,7 +123,7 @@ TEST_F(Profile, RunProfileListsEveryOpAndKeepsTheTokens) {
 
   nlohmann::json unfused = RunJson(base + " --profile --no-fuse all");
   EXPECT_EQ(unfused["tokens"], plain["tokens"]);
-  EXPECT_EQ(unfused["fusions_off"], "norm_quant,qkv,gate_up_silu,rope_kv,attn_online,residual");
+  EXPECT_EQ(unfused["fusions_off"], "norm_quant,qkv,gate_up_silu,rope_kv,attn_online,residual,attn_tiles");
   CheckPhase(unfused["profile"]["prefill"], kUnfusedOps, 4, "prefill unfused");
   CheckPhase(unfused["profile"]["decode"], kUnfusedOps, 4, "decode unfused");
 }
@@ -232,7 +232,7 @@ TEST_F(Profile, UnknownFusionIsAUsageError) {
     CommandResult r = RunEdgedecode(cmd);
     EXPECT_EQ(r.exit_code, 2) << cmd;
     EXPECT_NE(r.err.find("unknown fusion 'bogus'"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("valid: norm_quant, qkv, gate_up_silu, rope_kv, attn_online, residual, all"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("valid: norm_quant, qkv, gate_up_silu, rope_kv, attn_online, residual, attn_tiles, all"), std::string::npos) << r.err;
   }
   CommandResult r = RunEdgedecode("run -m " + *tiny_ + " -p x -n 1", "EDGEDECODE_NO_FUSE=nope");
   EXPECT_EQ(r.exit_code, 2);

@@ -109,7 +109,7 @@ int BenchMain(int argc, char** argv) {
   app.add_option("-n,--n-gen", n_gen, "decode test length (0 = skip)")->capture_default_str();
   app.add_option("-t,--threads", threads_arg, "thread counts, comma-separated")->capture_default_str();
   app.add_option("-r,--repetitions", reps, "runs per test (the median is reported)")->capture_default_str();
-  app.add_option("-d,--depth", depth, "KV cache depth before the decode test")->capture_default_str();
+  app.add_option("-d,--depth", depth, "KV cache depth before the prefill and the decode test")->capture_default_str();
   app.add_option("-k,--verify", verify, "also time one forward pass over K tokens (speculative verify), as a multiple of one decode step, with its int8 GMAC/s");
   app.add_option("-b,--batch-size,--batch", mo.n_batch, "prefill batch")->capture_default_str();
   app.add_option("--kernels", mo.kernels, "auto, ref, avx2, avx512, neon")->capture_default_str();
@@ -240,7 +240,7 @@ int BenchMain(int argc, char** argv) {
       cp.n_batch = mo.n_batch;
       cp.fusions = fusions;
       cp.type_k = cp.type_v = kv;
-      cp.n_ctx = std::max(n_prompt, depth + n_gen + std::max(verify, 1) + 8);
+      cp.n_ctx = std::max(depth + n_prompt, depth + n_gen + std::max(verify, 1) + 8);
       llm::PlanParams pp;
       pp.n_ctx = cp.n_ctx;
       pp.n_batch = cp.n_batch;
@@ -295,23 +295,29 @@ int BenchMain(int argc, char** argv) {
         std::fprintf(stderr, "\n");
       }
     };
-    if (n_prompt > 0) {
-      std::vector<int32_t> toks = BenchTokens(n_prompt, m.config().n_vocab);
+    if (n_prompt > 0) {  // at depth: a prompt after `depth` tokens of history (a follow-up turn)
+      const std::string pp_name = "pp" + std::to_string(n_prompt) + (depth ? "@d" + std::to_string(depth) : "");
+      std::vector<int32_t> toks = BenchTokens(depth + n_prompt, m.config().n_vocab);
       for (KvRun& run : runs) {
         llm::Context& c = *run.ctx;
         std::vector<double> tps;
-        llm::Profiler* prof = new_profile(label("pp" + std::to_string(n_prompt), run.kv), c);
+        llm::Profiler* prof = new_profile(label(pp_name, run.kv), c);
+        c.Reset();
+        if (depth > 0) {
+          if (Status st = c.Eval(toks.data(), depth, false); !st.ok()) return Fail(cmd, st);
+        }
         for (int r = 0; r <= reps && !InterruptScope::requested(); ++r) {  // run 0 warms up
-          c.Reset();
+          if (depth == 0) c.Reset();
+          else if (Status st = BackToDepth(c, toks, depth); !st.ok()) return Fail(cmd, st);
           attach(c, prof, r);
           auto t0 = Clock::now();
-          Status st = c.Eval(toks.data(), n_prompt, false);
+          Status st = c.Eval(toks.data() + depth, n_prompt, false);
           double s = std::chrono::duration<double>(Clock::now() - t0).count();
           c.SetProfiler(nullptr);
           if (!st.ok()) return Fail(cmd, st);
           if (r > 0) tps.push_back(n_prompt / s);
         }
-        emit("pp" + std::to_string(n_prompt), run.kv, tps, 0, 0, prof);
+        emit(pp_name, run.kv, tps, 0, 0, prof);
       }
     }
     if (n_gen > 0 || verify > 0) {

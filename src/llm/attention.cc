@@ -151,61 +151,161 @@ void Context::AttendF16(int layer, const uint8_t* kc, const uint8_t* vc, int kvh
   for (int d = 0; d < hd; ++d) out[d] = quant::HalfToFloat(acc[d]) * inv;
 }
 
-// Causal attention of the m rows of the pass (rows_at_: each over its own context's cache up to its position), with online softmax (no
-// score matrix). One work item is (token, KV head); its group of query heads (GQA) is scored against
-// the keys read in their stored type (f16 keys: kernels::AttentionScores with f32 queries; q8_0 / q4_0
-// keys: kernels::AttentionScoresQ, integer dot products with the queries quantized to 8-bit blocks, as
-// for the weights; f32 keys: the f32 matmul dot), then the weighted sum of the V rows, also read in
-// place. The cache is walked in chunks of kAttnChunk positions; the running maximum moves once per
-// chunk. Items are ordered so that any contiguous range mixes short and long histories (balanced threads).
+// Splits the m rows of the pass into attention tiles in tile_first_ (tile j: rows tile_first_[j] ..
+// tile_first_[j+1] - 1): runs of up to max_rows consecutive rows of one sequence at consecutive positions,
+// none a tree row, with the same first visible position (a sliding-window layer's rows past the window
+// each start elsewhere: one row per tile there). Returns the number of tiles.
+int Context::AttentionTiles(int layer, int m, int max_rows) {
+  const ModelConfig& c = model_.config();
+  const int window = c.swa_layer(layer) ? c.n_swa : 0;
+  auto lo = [window](const RowAt& r) { return window > 0 ? std::max(0, r.pos + 1 - window) : 0; };
+  tile_first_.clear();
+  for (int i = 0; i < m; ++i) {
+    const RowAt& r = rows_at_[static_cast<size_t>(i)];
+    bool joins = false;
+    if (i > 0 && i - tile_first_.back() < max_rows) {
+      const RowAt& p = rows_at_[static_cast<size_t>(i - 1)];
+      joins = r.seq == p.seq && r.path == nullptr && p.path == nullptr && r.pos == p.pos + 1 && lo(r) == lo(p);
+    }
+    if (!joins) tile_first_.push_back(i);
+  }
+  const int n_tiles = static_cast<int>(tile_first_.size());
+  tile_first_.push_back(m);
+  return n_tiles;
+}
+
+// Causal attention of the m rows of the pass (rows_at_: each over its own context's cache up to its
+// position), with online softmax (no score matrix). One work item is (tile of rows, KV head), see
+// AttentionTiles: with the attn_tiles fusion up to kAttnTileRows rows, else one. Items are ordered so that
+// any contiguous range mixes short and long histories (balanced threads). attn_f16: one item per (row, KV
+// head), AttendF16.
 void Context::Attention(int layer, int m) {
   const ModelConfig& c = model_.config();
   const int hd = c.head_dim;
   const int group = c.n_heads / c.n_kv_heads;
+  if (params_.attn_f16) {
+    pool_.ParallelFor(static_cast<int64_t>(m) * c.n_kv_heads, 1, [&](int64_t b, int64_t e, int) {
+      std::vector<float> qr(static_cast<size_t>(group) * hd);
+      for (int64_t item = b; item < e; ++item) {
+        const int kvh = static_cast<int>(item % c.n_kv_heads);
+        const AttentionItem it = AttentionItemAt(item, m, layer, qr.data());
+        for (int g = 0; g < group; ++g)
+          it.seq->AttendF16(layer, it.kc, it.vc, kvh, it.q + g * hd, it.lo, it.n, *it.row, it.out + g * hd);
+      }
+    });
+    return;
+  }
+  const int n_tiles = AttentionTiles(layer, m, fused(Fusion::kAttnTiles) ? kAttnTileRows : 1);
+  int max_rows = 1;  // the scratch of the largest tile (a decode step: one row)
+  for (int j = 0; j < n_tiles; ++j)
+    max_rows = std::max(max_rows, tile_first_[static_cast<size_t>(j) + 1] - tile_first_[static_cast<size_t>(j)]);
+  pool_.ParallelFor(static_cast<int64_t>(n_tiles) * c.n_kv_heads, 1, [&](int64_t b, int64_t e, int) {
+    TileScratch sc(max_rows, group, hd);
+    for (int64_t item = b; item < e; ++item) {
+      const int j = static_cast<int>(item / c.n_kv_heads);
+      const int tile = j % 2 == 0 ? j / 2 : n_tiles - 1 - j / 2;  // 0, last, 1, last - 1, ...
+      const int i0 = tile_first_[static_cast<size_t>(tile)];
+      AttendTile(layer, i0, tile_first_[static_cast<size_t>(tile) + 1] - i0, static_cast<int>(item % c.n_kv_heads), &sc);
+    }
+  });
+}
+
+Context::TileScratch::TileScratch(int max_rows, int group, int hd)
+    : qa(static_cast<size_t>(max_rows)),
+      qr(static_cast<size_t>(max_rows) * group * hd),
+      acc(qr.size()),
+      s(static_cast<size_t>(max_rows) * group * kAttnChunk),
+      w(s.size()),
+      mx(static_cast<size_t>(max_rows) * group),
+      sum(mx.size()) {}
+
+// One tile (rows i0 .. i0 + nr - 1 of the pass, see AttentionTiles) and KV head kvh. The cache is walked in
+// chunks of kAttnChunk positions from the tiles' first visible position (split where a sliding-window ring
+// wraps), as far as the last row sees; each chunk's keys and values are read once for the tile and stay in
+// L1 / L2 while every row that sees part of the chunk takes it. Per row, the arithmetic is exactly that of
+// the row alone (a tile of one): its group of query heads (GQA) is scored against the positions of the
+// chunk it sees (f16 keys: kernels::AttentionScores with f32 queries; q8_0 / q4_0 keys:
+// kernels::AttentionScoresQ, integer dot products with the queries quantized to 8-bit blocks, as for the
+// weights; f32 keys: the f32 matmul dot), its running maximum moves once per chunk, and the weighted sum of
+// the V rows is read in place. The rows that see the whole chunk share one kernels::AccumulateRows over
+// their heads (each head's sum is the same in any tile shape: one fused multiply-add per position, in
+// order); a row that sees part of the chunk (the causal edge) sums its own part.
+void Context::AttendTile(int layer, int i0, int nr, int kvh, TileScratch* sc) {
+  const ModelConfig& c = model_.config();
+  const int hd = c.head_dim;
+  const int group = c.n_heads / c.n_kv_heads;
+  const size_t gh = static_cast<size_t>(group) * hd;
   const float scale = c.attn_scale;
   const kernels::Isa isa = params_.isa;
   const GgmlType kt = KeyReadType();
   const bool float_k = kt == GgmlType::kF16;  // see KeyReadType
   constexpr int C = kAttnChunk;
-  pool_.ParallelFor(static_cast<int64_t>(m) * c.n_kv_heads, 1, [&](int64_t b, int64_t e, int) {
-    kernels::Activations qa;
-    std::vector<float> qr(static_cast<size_t>(group) * hd), acc(qr.size()), s(static_cast<size_t>(group) * C),
-        w(s.size()), mx(static_cast<size_t>(group)), sum(mx.size()), ktmp, vtmp;
-    for (int64_t item = b; item < e; ++item) {
-      const int kvh = static_cast<int>(item % c.n_kv_heads);
-      const AttentionItem it = AttentionItemAt(item, m, layer, qr.data());
-      if (params_.attn_f16) {
-        for (int g = 0; g < group; ++g) it.seq->AttendF16(layer, it.kc, it.vc, kvh, it.q + g * hd, it.lo, it.n, *it.row, it.out + g * hd);
-        continue;
-      }
-      if (!float_k) qa.Prepare(isa, kt, it.q, group, hd);
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      std::fill(mx.begin(), mx.end(), -INFINITY);
-      std::fill(sum.begin(), sum.end(), 0.0f);
-      for (int t0 = it.lo, nt = 0; t0 < it.n; t0 += nt) {
-        int row;  // a chunk stops where a sliding-window ring wraps
-        nt = it.seq->ChunkRows(layer, t0, std::min(C, it.n - t0), &row);
-        const HeadRows K = ItemRows(it, false, kvh, t0, nt, row, &ktmp);
-        if (float_k) kernels::AttentionScores(isa, K.type, K.rows, K.stride, hd, nt, it.q, hd, group, s.data(), C);
-        else kernels::AttentionScoresQ(isa, K.type, K.rows, K.stride, hd, nt, qa, s.data(), C);
-        for (int g = 0; g < group; ++g) {
-          float* sg = s.data() + static_cast<size_t>(g) * C;
-          const float cm = ScaleCapMax(isa, sg, nt, scale, c.attn_logit_softcap, mx[g]);
-          if (cm > mx[g]) {  // rescale what was summed so far (by 0 on the first chunk: mx = -inf)
-            const float r = std::exp(mx[g] - cm);
-            for (int d = 0; d < hd; ++d) acc[static_cast<size_t>(g) * hd + d] *= r;
-            sum[g] *= r;
-            mx[g] = cm;
-          }
-          sum[g] += kernels::ExpSubSum(isa, sg, cm, w.data() + static_cast<size_t>(g) * C, nt);
+  const RowAt& first = rows_at_[static_cast<size_t>(i0)];
+  const size_t l = static_cast<size_t>(layer);
+  const int window = c.swa_layer(layer) ? c.n_swa : 0;
+  const int n_last = first.pos + nr;  // the last row sees positions up to first.pos + nr - 1
+  const Context& seq = *first.seq;
+  AttentionItem it{&seq, seq.k_cache_.data() + seq.k_off_[l], seq.v_cache_.data() + seq.v_off_[l], seq.layer_rows_[l],
+                   window > 0 ? std::max(0, first.pos + 1 - window) : 0, n_last, &first, nullptr, nullptr};
+  auto query = [&](int r) {  // row r's group of queries, rotated into qr when the keys were stored rotated
+    const float* q = q_.data() + static_cast<size_t>(i0 + r) * c.q_dim() + static_cast<size_t>(kvh) * gh;
+    if (!rotate_k_) return q;
+    float* qr = sc->qr.data() + static_cast<size_t>(r) * gh;
+    std::memcpy(qr, q, sizeof(float) * gh);
+    for (int g = 0; g < group; ++g) Hadamard(qr + static_cast<size_t>(g) * hd, hd);
+    return const_cast<const float*>(qr);
+  };
+  const float* q[kAttnTileRows];
+  for (int r = 0; r < nr; ++r) {
+    q[r] = query(r);
+    if (!float_k) sc->qa[static_cast<size_t>(r)].Prepare(isa, kt, q[r], group, hd);
+  }
+  std::fill(sc->acc.begin(), sc->acc.begin() + static_cast<ptrdiff_t>(nr * gh), 0.0f);
+  std::fill(sc->mx.begin(), sc->mx.begin() + static_cast<ptrdiff_t>(nr) * group, -INFINITY);
+  std::fill(sc->sum.begin(), sc->sum.begin() + static_cast<ptrdiff_t>(nr) * group, 0.0f);
+  for (int t0 = it.lo, nt = 0; t0 < n_last; t0 += nt) {
+    int row;  // a chunk stops where a sliding-window ring wraps
+    nt = seq.ChunkRows(layer, t0, std::min(C, n_last - t0), &row);
+    const HeadRows K = ItemRows(it, false, kvh, t0, nt, row, &sc->ktmp);
+    int whole = nr;  // rows whole.. see all nt positions (row r sees positions up to first.pos + r)
+    for (int r = nr - 1; r >= 0 && first.pos + r + 1 - t0 >= nt; --r) whole = r;
+    for (int r = 0; r < nr; ++r) {
+      const int ns = std::min(nt, first.pos + r + 1 - t0);  // positions of this chunk row r sees
+      if (ns <= 0) continue;
+      float* s = sc->s.data() + static_cast<size_t>(r) * group * C;
+      if (float_k) kernels::AttentionScores(isa, K.type, K.rows, K.stride, hd, ns, q[r], hd, group, s, C);
+      else kernels::AttentionScoresQ(isa, K.type, K.rows, K.stride, hd, ns, sc->qa[static_cast<size_t>(r)], s, C);
+      for (int g = 0; g < group; ++g) {
+        const size_t h = static_cast<size_t>(r) * group + g;  // the head's index in the tile
+        float* sg = s + static_cast<size_t>(g) * C;
+        const float cm = ScaleCapMax(isa, sg, ns, scale, c.attn_logit_softcap, sc->mx[h]);
+        if (cm > sc->mx[h]) {  // rescale what was summed so far (by 0 on the first chunk: mx = -inf)
+          const float f = std::exp(sc->mx[h] - cm);
+          for (int d = 0; d < hd; ++d) sc->acc[h * hd + d] *= f;
+          sc->sum[h] *= f;
+          sc->mx[h] = cm;
         }
-        const HeadRows V = ItemRows(it, true, kvh, t0, nt, row, &vtmp);
-        kernels::AccumulateRows(isa, V.type, V.rows, V.stride, hd, nt, w.data(), C, group, acc.data(), hd);
+        sc->sum[h] += kernels::ExpSubSum(isa, sg, cm, sc->w.data() + h * C, ns);
       }
-      for (int g = 0; g < group; ++g)
-        for (int d = 0; d < hd; ++d) it.out[g * hd + d] = acc[static_cast<size_t>(g) * hd + d] / sum[static_cast<size_t>(g)];
     }
-  });
+    const HeadRows V = ItemRows(it, true, kvh, t0, nt, row, &sc->vtmp);
+    for (int r = 0; r < whole; ++r) {  // the causal edge: each row its own positions
+      const int ns = first.pos + r + 1 - t0;
+      if (ns <= 0) continue;
+      kernels::AccumulateRows(isa, V.type, V.rows, V.stride, hd, ns, sc->w.data() + static_cast<size_t>(r) * group * C, C,
+                              group, sc->acc.data() + r * gh, hd);
+    }
+    if (whole < nr)
+      kernels::AccumulateRows(isa, V.type, V.rows, V.stride, hd, nt, sc->w.data() + static_cast<size_t>(whole) * group * C,
+                              C, static_cast<int64_t>(nr - whole) * group, sc->acc.data() + whole * gh, hd);
+  }
+  for (int r = 0; r < nr; ++r) {
+    float* out = att_.data() + static_cast<size_t>(i0 + r) * c.q_dim() + static_cast<size_t>(kvh) * gh;
+    for (int g = 0; g < group; ++g) {
+      const size_t h = static_cast<size_t>(r) * group + g;
+      for (int d = 0; d < hd; ++d) out[g * hd + d] = sc->acc[h * hd + d] / sc->sum[h];
+    }
+  }
 }
 
 // The unfused attention (attn_online off): for each (token, KV head) item, the scores of every query

@@ -199,6 +199,17 @@ class Context {
   // swa: the sliding-window layers' angles (their own base), where the model has such layers.
   void Rope(float* v, int n_heads, int pos, bool swa = false) const;
   void Attention(int layer, int m);
+  // Rows of one sequence attention reads the cache for at once (the attn_tiles fusion), see AttentionTiles.
+  static constexpr int kAttnTileRows = 8;
+  int AttentionTiles(int layer, int m, int max_rows);
+  // A thread's buffers for AttendTile: per row of a tile its prepared queries (quantized keys), rotated
+  // queries, and per query head its accumulator, scores, weights, running maximum and sum.
+  struct TileScratch {
+    TileScratch(int max_rows, int group, int hd);
+    std::vector<kernels::Activations> qa;
+    std::vector<float> qr, acc, s, w, mx, sum, ktmp, vtmp;
+  };
+  void AttendTile(int layer, int i0, int nr, int kvh, TileScratch* sc);
   // Attention with the scores of a query over all n positions first, then one softmax (attn_online off).
   void AttentionFullScores(int layer, int m);
   void AttendF16(int layer, const uint8_t* kc, const uint8_t* vc, int kvh, const float* q, int lo, int n, const RowAt& at,
@@ -296,6 +307,7 @@ class Context {
   std::vector<float> rope_cos_swa_, rope_sin_swa_;  // the same with rope_base_swa; empty without sliding layers
   std::vector<RowAt> rows_at_;  // (n_batch) the rows of the pass being run
   std::vector<int> tree_paths_; // EvalTree: each row's path of slots (RowAt::path points here)
+  std::vector<int> tile_first_; // Attention: where each tile of rows starts (AttentionTiles), then m
   int tree_base_ = -1;          // EvalTree's base until KeepTreePath (-1: none)
 };
 

@@ -12,6 +12,7 @@ constexpr FusionInfo kInfo[] = {
     {"rope_kv", true, "bias, RoPE and key rotation applied per token while writing K/V to the cache"},
     {"attn_online", false, "attention with online softmax over the KV cache (no score row)"},
     {"residual", true, "the residual add of wo and down by each thread on its own output rows"},
+    {"attn_tiles", true, "attention of up to 8 consecutive rows of a sequence per work item: each chunk of the KV cache read once for them"},
 };
 static_assert(sizeof(kInfo) / sizeof(kInfo[0]) == static_cast<size_t>(Fusion::kCount));
 

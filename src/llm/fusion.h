@@ -18,6 +18,7 @@ enum class Fusion : int {
   kRopeKv,      // bias, RoPE, key rotation and the KV cache write done per token while the row is in L1
   kAttnOnline,  // attention with online softmax over the KV cache (no score row per query)
   kResidual,    // the residual add of wo and down done by each thread on the rows it computed
+  kAttnTiles,   // attention of up to kAttnTileRows consecutive rows of a sequence per work item (one KV read)
   kCount
 };
 
