@@ -190,6 +190,18 @@ int BenchMain(int argc, char** argv) {
       jsonl += line;
     }
   };
+  // The end of every path: the JSON Lines file written whole, then the exit code (130 / 143 after a signal,
+  // with what finished already printed).
+  auto finish = [&]() -> int {
+    if (json.on() && !json.to_stdout()) {
+      if (Status st = WriteFileAtomically(json.path(), jsonl); !st.ok()) return Fail(cmd, st);
+    }
+    if (InterruptScope::requested()) {
+      std::fprintf(stderr, "bench: interrupted; the results above are the tests that finished\n");
+      return ToInt(InterruptScope::exit_code());
+    }
+    return 0;
+  };
   FILE* out = json.text();
   if (spec_ab) {
     SpecBenchParams sp;
@@ -204,14 +216,7 @@ int BenchMain(int argc, char** argv) {
     sp.reps = reps;
     if (Status st = RunSpecBench(spec, sp, out, json.on() ? std::function<void(nlohmann::json)>(print_json) : nullptr); !st.ok())
       return Fail(cmd, st);
-    if (json.on() && !json.to_stdout()) {
-      if (Status st = WriteFileAtomically(json.path(), jsonl); !st.ok()) return Fail(cmd, st);
-    }
-    if (InterruptScope::requested()) {
-      std::fprintf(stderr, "bench: interrupted; the results above are the tests that finished\n");
-      return ToInt(InterruptScope::exit_code());
-    }
-    return 0;
+    return finish();
   }
   const double model_mib = static_cast<double>(m.file().file_size()) / (1 << 20);
   // One profile per (threads, test), over the measured runs only (not the warm-up run, not the depth fill).
@@ -376,14 +381,7 @@ int BenchMain(int argc, char** argv) {
     }
   }
   if (Status st = po.WriteTrace(traced); !st.ok()) return Fail(cmd, st);
-  if (json.on() && !json.to_stdout()) {
-    if (Status st = WriteFileAtomically(json.path(), jsonl); !st.ok()) return Fail(cmd, st);
-  }
-  if (InterruptScope::requested()) {
-    std::fprintf(stderr, "bench: interrupted; the results above are the tests that finished\n");
-    return ToInt(InterruptScope::exit_code());
-  }
-  return 0;
+  return finish();
 }
 
 }  // namespace edgedecode::cli
