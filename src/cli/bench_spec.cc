@@ -172,6 +172,9 @@ Status RunSpecBench(SpecOptions& spec, const SpecBenchParams& p, FILE* out,
                    threads, threads == 1 ? "" : "s", kv_label.empty() ? "" : (", kv " + kv_name).c_str(), arms.spec_tps.size());
       std::fflush(out);
       if (json_line) {
+        nlohmann::json speculative = SpecOptions::CountersJson(t, per_pass);
+        speculative.update({{"tps_median", b.median}, {"tps_min", b.min}, {"tps_max", b.max},
+                            {"decode_s", arms.spec_decode_s}, {"other_s", other_s}});
         json_line({{"model", p.model_path},
                    {"size_bytes", m.file().file_size()},
                    {"threads", threads},
@@ -185,22 +188,7 @@ Status RunSpecBench(SpecOptions& spec, const SpecBenchParams& p, FILE* out,
                    {"drafter", spec.Describe()},
                    {"outputs_equal", true},
                    {"plain", {{"tps_median", a.median}, {"tps_min", a.min}, {"tps_max", a.max}}},
-                   {"speculative",
-                    {{"tps_median", b.median},
-                     {"tps_min", b.min},
-                     {"tps_max", b.max},
-                     {"acceptance_rate", t.acceptance()},
-                     {"drafted", t.drafted},
-                     {"accepted", t.accepted},
-                     {"verify_passes", t.verify_passes},
-                     {"tree_passes", t.tree_passes},
-                     {"plain_passes", t.plain_passes},
-                     {"tokens_per_pass", per_pass},
-                     {"decode_s", arms.spec_decode_s},
-                     {"draft_s", t.draft_s},
-                     {"verify_s", t.verify_s},
-                     {"plain_s", t.plain_s},
-                     {"other_s", other_s}}},
+                   {"speculative", speculative},
                    {"speedup", ratio}});
       }
     }

@@ -228,6 +228,13 @@ std::string SpecOptions::StatsLine(const llm::LookupStats& ls, double tokens_per
   return Describe() + buf;
 }
 
+nlohmann::json SpecOptions::CountersJson(const llm::LookupStats& ls, double tokens_per_pass) {
+  return {{"drafted", ls.drafted},          {"accepted", ls.accepted},         {"acceptance_rate", ls.acceptance()},
+          {"verify_passes", ls.verify_passes}, {"tree_passes", ls.tree_passes}, {"plain_passes", ls.plain_passes},
+          {"tokens_per_pass", tokens_per_pass}, {"draft_s", ls.draft_s},        {"verify_s", ls.verify_s},
+          {"plain_s", ls.plain_s}};
+}
+
 nlohmann::json SpecOptions::ToJson(const llm::LookupStats& ls, double tokens_per_pass, double decode_tps) const {
   const bool replay = !replay_file_.empty();
   nlohmann::json j = {{"method", Method()},
@@ -237,17 +244,8 @@ nlohmann::json SpecOptions::ToJson(const llm::LookupStats& ls, double tokens_per
                       {"replay_accept", replay ? nlohmann::json(replay_accept_) : nlohmann::json()},
                       {"replay_accept2", !replay || replay_accept2_ < 0 ? nlohmann::json() : nlohmann::json(replay_accept2_)},
                       {"tree_nodes", last_.tree_nodes},
-                      {"drafted", ls.drafted},
-                      {"accepted", ls.accepted},
-                      {"acceptance_rate", ls.acceptance()},
-                      {"verify_passes", ls.verify_passes},
-                      {"tree_passes", ls.tree_passes},
-                      {"plain_passes", ls.plain_passes},
-                      {"tokens_per_pass", tokens_per_pass},
-                      {"decode_tok_s", decode_tps},
-                      {"draft_s", ls.draft_s},
-                      {"verify_s", ls.verify_s},
-                      {"plain_s", ls.plain_s}};
+                      {"decode_tok_s", decode_tps}};
+  j.update(CountersJson(ls, tokens_per_pass));
   if (last_.adaptive && last_.tree_nodes == 0) j["acceptance_estimate"] = ls.accept_estimate;
   nlohmann::json lengths = nlohmann::json::array();  // chain passes by draft length
   for (size_t k = 1; k < ls.chain_passes.size(); ++k)

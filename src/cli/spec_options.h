@@ -56,6 +56,9 @@ class SpecOptions {
   std::string StatsLine(const llm::LookupStats& ls, double tokens_per_pass, double decode_tps) const;
   // The --json `speculative` object of `run`.
   nlohmann::json ToJson(const llm::LookupStats& ls, double tokens_per_pass, double decode_tps) const;
+  // The drafter's counters and time split (drafted, accepted, acceptance_rate, passes, tokens_per_pass,
+  // draft_s / verify_s / plain_s): the fields `run --json` and `bench --spec --json` share.
+  static nlohmann::json CountersJson(const llm::LookupStats& ls, double tokens_per_pass);
   // Seconds spent loading the draft and resolving the skip set (load time, not decode time).
   double setup_s() const { return setup_s_; }
 
