@@ -30,8 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   nlohmann::ordered_json messages;
   if (auto e = ParseMessages(b, &messages)) Reply(e);
   else (void)messages.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::string prompt;
-  Reply(ParsePrompt(b, &prompt));
+  PromptInput prompt;
+  Reply(ParsePrompt(b, 512, &prompt));
   TokenizeRequest t;
   Reply(ParseTokenizeRequest(b, &t));
   std::vector<int32_t> ids;

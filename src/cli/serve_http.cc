@@ -316,9 +316,9 @@ void Api::Generate(const std::string& body, bool chat, httplib::Response& res) {
     if (!t.ok()) return SendError(res, BadParam("messages", t.status().message()));
     prompt = std::move(*t);
   } else {
-    std::string text;
-    if (auto e = ParsePrompt(b, &text)) return SendError(res, *e);
-    prompt = tk.Encode(text, tk.add_bos_default());
+    PromptInput in;
+    if (auto e = ParsePrompt(b, tk.vocab_size(), &in)) return SendError(res, *e);
+    prompt = in.is_ids ? std::move(in.ids) : tk.Encode(in.text, tk.add_bos_default());
   }
   if (prompt.empty()) {
     if (tk.bos() < 0) return SendError(res, BadParam(prompt_param, "is empty and the vocabulary has no BOS token"));

@@ -192,11 +192,23 @@ std::optional<ApiError> ParseMessages(const json& b, ojson* out) {
   return std::nullopt;
 }
 
-std::optional<ApiError> ParsePrompt(const json& b, std::string* prompt) {
+std::optional<ApiError> ParsePrompt(const json& b, int32_t vocab_size, PromptInput* out) {
+  static const char* kShape = "must be a string, an array of token ids, or an array of one of those";
   json pr = b.value("prompt", json());
-  if (pr.is_array() && pr.size() == 1) pr = pr[0];
-  if (!pr.is_string()) return BadParam("prompt", "must be a string (or an array of one string)");
-  *prompt = pr.get<std::string>();
+  if (pr.is_array() && pr.size() == 1 && (pr[0].is_string() || pr[0].is_array())) pr = pr[0];
+  *out = PromptInput();
+  if (pr.is_string()) {
+    out->text = pr.get<std::string>();
+    return std::nullopt;
+  }
+  if (!pr.is_array() || pr.empty()) return BadParam("prompt", kShape);
+  for (const json& t : pr) {
+    if (!t.is_number_integer()) return BadParam("prompt", kShape);
+    if (t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab_size)
+      return BadParam("prompt", "token id " + t.dump() + " is not in [0, " + std::to_string(vocab_size) + ")");
+    out->ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  out->is_ids = true;
   return std::nullopt;
 }
 

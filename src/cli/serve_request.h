@@ -56,8 +56,15 @@ std::optional<ApiError> ParseResponseFormat(const nlohmann::json& b, GenParams* 
 // /v1/chat/completions: OpenAI messages to the {role, content} array the chat template reads; content
 // parts of type "text" are joined.
 std::optional<ApiError> ParseMessages(const nlohmann::json& b, nlohmann::ordered_json* out);
-// /v1/completions: "prompt", a string or an array of one string.
-std::optional<ApiError> ParsePrompt(const nlohmann::json& b, std::string* prompt);
+// /v1/completions: "prompt" as the OpenAI API allows it for one prompt: a string, an array of one string,
+// an array of token ids, or an array of one array of token ids (ids in [0, vocab_size)). Text goes to
+// *text; ids go to *ids unchanged (no BOS is added to them) and *is_ids is set.
+struct PromptInput {
+  std::string text;
+  std::vector<int32_t> ids;
+  bool is_ids = false;
+};
+std::optional<ApiError> ParsePrompt(const nlohmann::json& b, int32_t vocab_size, PromptInput* out);
 
 // /tokenize: {"content": string, "add_special": bool}.
 struct TokenizeRequest {

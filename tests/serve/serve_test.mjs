@@ -149,10 +149,18 @@ async function testPrefixReuse(base, client, prompts) {
   }
 }
 
-async function testCompletions(client, ref) {
+async function testCompletions(base, client, ref) {
   const r = await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K });
   eq(r.choices[0].text, ref.text, "completions: greedy text equals `run --temp 0`");
   eq(counts(r.usage), usageOf(ref), "completions: usage");
+  // The prompt as token ids (the text's own, BOS included): the same answer; the ids are taken as given.
+  const ids = (await raw(base, "/tokenize", { content: "Lily and Tom", add_special: true })).json.tokens;
+  const byIds = await client.completions.create({ model: "m", prompt: ids, temperature: 0, max_tokens: K });
+  eq([byIds.choices[0].text, byIds.usage.prompt_tokens], [ref.text, ids.length], "completions: a prompt of token ids equals its text");
+  const nested = await client.completions.create({ model: "m", prompt: [ids.slice(1)], temperature: 0, max_tokens: 2 });
+  eq(nested.usage.prompt_tokens, ids.length - 1, "completions: [[ids]] is one prompt, no BOS added");
+  const bad = await raw(base, "/v1/completions", { model: "m", prompt: [1, 1 << 20] });
+  eq([bad.status, bad.json?.error?.param], [400, "prompt"], "completions: an out-of-range token id is a 400 naming prompt");
   const s = await collect(await client.completions.create({ model: "m", prompt: "Lily and Tom", temperature: 0, max_tokens: K, stream: true }), false);
   eq(s.text, ref.text, "completions stream: text");
   check(s.usage === null && s.chunks > 2, "completions stream: several chunks, no usage unless asked", `chunks ${s.chunks}`);
@@ -508,7 +516,7 @@ async function main() {
   const base = await startServer();
   const client = new OpenAI({ baseURL: base + "/v1", apiKey: KEY, maxRetries: 0 });
   await testChat(client, chatRef);
-  await testCompletions(client, refA);
+  await testCompletions(base, client, refA);
   await testLogprobs(base, client, refA);
   await testResponseFormat(base, client);
   await testErrors(base, client);
