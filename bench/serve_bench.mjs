@@ -18,6 +18,8 @@
 //   fresh_ms        time to first token of a fresh --fresh-token prompt
 //   fresh_same_ms   time to first token of a fresh prompt of as many tokens as the follow-up did not take
 //                   from the cache (followup_new_tokens)
+//   ids_followup_ms the follow-up again with the transcript sent as token ids and its last answer given by
+//                   the client (see followupIds), against ids_fresh_ms, a fresh --fresh-token prompt
 //   retries         phases run again because the server reported an error inside a stream
 // The transcript is sent as plain text to /v1/completions (the same bytes to both servers; no chat
 // template is involved). Greedy decoding, ignore_eos, so every stream generates exactly its tokens.
@@ -45,12 +47,13 @@ let seed = num("seed") >>> 0;
 const rnd = () => ((seed = (seed * 1664525 + 1013904223) >>> 0) / 4294967296);
 const words = (n) => Array.from({ length: n }, () => WORDS[Math.floor(rnd() * WORDS.length)]).join(" ");
 
-async function tokens(text) {
+async function tokenIds(text, addSpecial = false) {
   const r = await fetch(URL_ + "/tokenize", { method: "POST", headers: { "Content-Type": "application/json" },
-                                              body: JSON.stringify({ content: text }) });
+                                              body: JSON.stringify({ content: text, add_special: addSpecial }) });
   if (!r.ok) throw new Error(`/tokenize: HTTP ${r.status}`);
-  return (await r.json()).tokens.length;
+  return (await r.json()).tokens;
 }
+const tokens = async (text) => (await tokenIds(text)).length;
 
 // A prompt of about n tokens (by this server's /tokenize): a distinct head, then random words.
 async function promptOf(n, head) {
@@ -180,6 +183,27 @@ async function followup(history, fresh) {
            fresh_same_prompt_tokens: same?.usage?.prompt_tokens };
 }
 
+// The same follow-up with the transcript sent as token ids, its last answer given by the client: the slot's
+// cache then holds exactly the ids the next request repeats, and the follow-up's new tokens are the new
+// turn's own (--fresh of them), as with a trained model whose answers retokenize to the tokens it generated.
+// Against a fresh prompt of --fresh tokens: what ~2,000 tokens of cached history add to the same prefill.
+async function followupIds(history, fresh) {
+  let transcript = "";
+  for (let turn = 0; (await tokens(transcript)) < history - fresh - 60; turn++)
+    transcript += `User: ${words(40)}?\nAssistant: ${words(60)}.\n`;
+  transcript += `User: ${words(20)}?\nAssistant:`;
+  const prefix = [...(await tokenIds(transcript, true)), ...(await tokenIds(` ${words(12)}.`))];
+  const first = await stream(prefix, 1);  // the whole history prefilled; the slot's cache holds it
+  const turn = await tokenIds(await promptOf(fresh, "\nUser:"));
+  const reusedBefore = await edgedecodeReused();
+  const f = await stream([...prefix, ...turn], 2);
+  const reused = f.timings?.cache_n ?? (await edgedecodeReused()) - reusedBefore;
+  const fr = await stream(await promptOf(fresh, "Fresh ids."), 2);
+  return { ids_history_tokens: prefix.length, ids_first_ms: first.ttft, ids_followup_ms: f.ttft,
+           ids_followup_new_tokens: (f.usage?.prompt_tokens ?? NaN) - reused, ids_followup_reused_tokens: reused,
+           ids_fresh_ms: fr.ttft, ids_fresh_prompt_tokens: fr.usage?.prompt_tokens };
+}
+
 async function edgedecodeReused() {
   const m = await fetch(URL_ + "/metrics").then((r) => (r.ok ? r.text() : "")).catch(() => "");
   return Number(/^edgedecode_prompt_tokens_reused_total (\S+)$/m.exec(m)?.[1] ?? NaN);
@@ -189,7 +213,8 @@ function summarize(file) {
   const rows = fs.readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
   const servers = [...new Set(rows.map((r) => r.server))];
   const keys = ["single_tps", "aggregate_tps", "ttft_busy_ms", "followup_ms", "followup_reused_tokens", "followup_new_tokens",
-                "fresh_ms", "fresh_same_ms", "fresh_same_prompt_tokens", "retries"];
+                "fresh_ms", "fresh_same_ms", "fresh_same_prompt_tokens", "ids_followup_ms", "ids_followup_reused_tokens",
+                "ids_followup_new_tokens", "ids_fresh_ms", "retries"];
   const med = {};
   for (const s of servers) {
     med[s] = {};
@@ -197,6 +222,7 @@ function summarize(file) {
     med[s].agg_over_single = med[s].aggregate_tps / med[s].single_tps;
     med[s].followup_over_fresh = med[s].followup_ms / med[s].fresh_ms;
     med[s].followup_over_same = med[s].followup_ms / med[s].fresh_same_ms;
+    med[s].ids_followup_over_fresh = med[s].ids_followup_ms / med[s].ids_fresh_ms;
   }
   const [a, b] = servers;  // edgedecode, llama-server
   const reps = rows.filter((r) => r.server === a).length;
@@ -216,6 +242,13 @@ function summarize(file) {
   line("  its new tokens (not from the cache)", "followup_new_tokens", 0);
   line("  TTFT of a fresh prompt of as many tokens (ms)", "fresh_same_ms", 0);
   line("  follow-up / that fresh prompt", "followup_over_same", 2);
+  if (rows[0].ids_history_tokens !== undefined) {
+    line(`TTFT of a follow-up sent as token ids after ${rows[0].ids_history_tokens} tokens of history (ms)`, "ids_followup_ms", 0);
+    line("  its prompt tokens taken from the cache", "ids_followup_reused_tokens", 0);
+    line("  its new tokens (the new turn)", "ids_followup_new_tokens", 0);
+    line(`TTFT of a fresh ${rows[0].ids_fresh_prompt_tokens}-token prompt, same phase (ms)`, "ids_fresh_ms", 0);
+    line("follow-up (ids) / fresh", "ids_followup_over_fresh", 2);
+  }
   line("phases run again after a server's stream error", "retries", 0);
 }
 
@@ -235,8 +268,8 @@ async function retry(phase) {
   }
 }
 
-// --only a,b: some of single, aggregate, ttft, followup (all by default).
-const only = new Set((args.only ?? "single,aggregate,ttft,followup").split(","));
+// --only a,b: some of single, aggregate, ttft, followup, followup_ids (all by default).
+const only = new Set((args.only ?? "single,aggregate,ttft,followup,followup_ids").split(","));
 const out = { streams: num("streams"), tg: num("tg") };
 if (only.has("single")) out.single_tps = await retry(() => singleTps(num("tg")));
 if (only.has("aggregate")) out.aggregate_tps = await retry(() => aggregateTps(num("streams"), num("tg")));
@@ -247,5 +280,6 @@ if (only.has("ttft")) {
   out.ttft_prompt_tokens = num("ttft-prompt");
 }
 if (only.has("followup")) Object.assign(out, await retry(() => followup(num("history"), num("fresh"))));
+if (only.has("followup_ids")) Object.assign(out, await retry(() => followupIds(num("history"), num("fresh"))));
 out.retries = retries;
 console.log(JSON.stringify(out));
