@@ -19,7 +19,8 @@
 //   fresh_same_ms   time to first token of a fresh prompt of as many tokens as the follow-up did not take
 //                   from the cache (followup_new_tokens)
 //   ids_followup_ms the follow-up again with the transcript sent as token ids and its last answer given by
-//                   the client (see followupIds), against ids_fresh_ms, a fresh --fresh-token prompt
+//                   the client and a new turn of --fresh tokens (see followupIds), against ids_fresh_ms,
+//                   a fresh --fresh-token prompt
 //   retries         phases run again because the server reported an error inside a stream
 // The transcript is sent as plain text to /v1/completions (the same bytes to both servers; no chat
 // template is involved). Greedy decoding, ignore_eos, so every stream generates exactly its tokens.
@@ -185,11 +186,12 @@ async function followup(history, fresh) {
 
 // The same follow-up with the transcript sent as token ids, its last answer given by the client: the slot's
 // cache then holds exactly the ids the next request repeats, and the follow-up's new tokens are the new
-// turn's own (--fresh of them), as with a trained model whose answers retokenize to the tokens it generated.
-// Against a fresh prompt of --fresh tokens: what ~2,000 tokens of cached history add to the same prefill.
+// turn's own, as with a trained model whose answers retokenize to the tokens it generated. The new turn has
+// --fresh tokens, as many as the fresh prompt it is compared with: the ratio is what ~2,000 tokens of cached
+// history add to the same prefill.
 async function followupIds(history, fresh) {
   let transcript = "";
-  for (let turn = 0; (await tokens(transcript)) < history - fresh - 60; turn++)
+  for (let turn = 0; (await tokens(transcript)) < history - 120; turn++)
     transcript += `User: ${words(40)}?\nAssistant: ${words(60)}.\n`;
   transcript += `User: ${words(20)}?\nAssistant:`;
   const prefix = [...(await tokenIds(transcript, true)), ...(await tokenIds(` ${words(12)}.`))];
@@ -245,9 +247,10 @@ function summarize(file) {
   if (rows[0].ids_history_tokens !== undefined) {
     line(`TTFT of a follow-up sent as token ids after ${rows[0].ids_history_tokens} tokens of history (ms)`, "ids_followup_ms", 0);
     line("  its prompt tokens taken from the cache", "ids_followup_reused_tokens", 0);
-    line("  its new tokens (the new turn)", "ids_followup_new_tokens", 0);
+    line("  its new tokens (the new turn's)", "ids_followup_new_tokens", 0);
     line(`TTFT of a fresh ${rows[0].ids_fresh_prompt_tokens}-token prompt, same phase (ms)`, "ids_fresh_ms", 0);
     line("follow-up (ids) / fresh", "ids_followup_over_fresh", 2);
+
   }
   line("phases run again after a server's stream error", "retries", 0);
 }

@@ -11,7 +11,7 @@
 #   2. time to first token (TTFT) of a 256-token prompt while 3 other streams decode: p50;
 #   3. a follow-up turn of a chat with ~2,000 tokens of history (its prefix in the slot's KV cache) against
 #      a fresh 50-token prompt: TTFT of each; then the same with the transcript sent as token ids and its
-#      last answer given by the client, so that the follow-up's new tokens are the new turn's own 50.
+#      last answer given by the client and a new turn of 50 tokens (its new tokens are the turn's own).
 # The peer is built once (CPU only, Release, native) from the llama.cpp source that the pinned npm
 # node-llama-cpp ships (llama/gitRelease.bundle, release v0.4.0), like bench/vs_llamacpp.sh, in a build
 # directory of its own in the cache (or LLAMA_SERVER names one); the model is synthesized by
