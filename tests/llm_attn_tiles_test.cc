@@ -6,13 +6,12 @@
 // pass that holds the rows of two sequences (tiles never join rows of two sequences).
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <cstring>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "cli_util.h"
+#include "test_models.h"
 #include "llm/context.h"
 #include "llm/fusion.h"
 #include "llm/model.h"
@@ -36,12 +35,6 @@ constexpr bool kSanitized = false;
 constexpr bool kSanitized = false;
 #endif
 
-struct Loaded {
-  std::string path;
-  bool temp = false;
-  llm::Model* model = nullptr;
-};
-
 struct Setting {
   const char* isa;
   GgmlType kv;
@@ -54,28 +47,13 @@ class AttnTiles : public ::testing::Test {
     // stories260K f32: head_dim 8 (quantized KV rows position-major, dequantized per chunk), 8 heads on 4 KV
     // heads. phi3-tiny: no GQA (8 on 8). smollm3-tiny: 8 heads on 2 (groups of 4: AVX-512's heads-in-lanes
     // scores), NoPE layers. qwen3-tiny: head_dim 128. gemma3-tiny: sliding-window layers of window 16 (rings).
-    Load({std::string(EDGEDECODE_TESTDATA) + "/llm/gguf/stories260K.f32.gguf"});
-    for (auto [name, preset, type] :
-         {std::tuple{"phi3", "phi3-tiny", "q8_0"}, std::tuple{"smollm3", "smollm3-tiny", "q4_0"},
-          std::tuple{"qwen3", "qwen3-tiny", "q4_0"}, std::tuple{"gemma", "gemma3-tiny", "f16"}}) {
-      Loaded m{TempPath(std::string("tiles-") + name + ".gguf"), true};
-      ASSERT_EQ(RunEdgedecode(std::string("synth --preset ") + preset + " --type " + type + " -o " + m.path).exit_code, 0);
-      Load(m);
-    }
+    models_->AddFile(std::string(EDGEDECODE_TESTDATA) + "/llm/gguf/stories260K.f32.gguf");
+    models_->AddSynth("tiles-phi3", "phi3-tiny", "q8_0");
+    models_->AddSynth("tiles-smollm3", "smollm3-tiny", "q4_0");
+    models_->AddSynth("tiles-qwen3", "qwen3-tiny", "q4_0");
+    models_->AddSynth("tiles-gemma", "gemma3-tiny", "f16");
   }
-  static void Load(Loaded m) {
-    auto r = llm::Model::Load(m.path, false);
-    ASSERT_TRUE(r.ok()) << r.status().message();
-    m.model = std::move(r).value().release();
-    models_->push_back(m);
-  }
-  static void TearDownTestSuite() {
-    for (Loaded& m : *models_) {
-      delete m.model;
-      if (m.temp) std::remove(m.path.c_str());
-    }
-    models_->clear();
-  }
+  static void TearDownTestSuite() { models_->Clear(); }
 
   static std::unique_ptr<llm::Context> Make(const llm::Model& m, const Setting& s, bool tiles, int n_batch) {
     llm::ContextParams p;
@@ -112,16 +90,16 @@ class AttnTiles : public ::testing::Test {
     return "model " + std::to_string(model) + " kernels " + s.isa + " kv " + TypeName(static_cast<uint32_t>(s.kv)) +
            " threads " + std::to_string(s.threads);
   }
-  static std::vector<Loaded>* models_;
+  static TestModels* models_;
 };
-std::vector<Loaded>* AttnTiles::models_ = new std::vector<Loaded>;
+TestModels* AttnTiles::models_ = new TestModels;
 
 // Every row's logits, tiled and untiled: a prefill of 125 in passes of 64 (a pass from 0: the causal edge in
 // every tile), a follow-up of 40 rows at 125..164 (tiles across the chunk boundary at 128; gemma's rows past
 // its window of 16 one per tile on its sliding layers), then 130 more (a pass whose rows see three chunks).
 TEST_F(AttnTiles, EveryRowEqualsTheUntiledRow) {
   for (size_t mi = 0; mi < models_->size(); ++mi) {
-    const llm::Model& model = *(*models_)[mi].model;
+    const llm::Model& model = (*models_)[mi];
     const size_t bytes = sizeof(float) * static_cast<size_t>(model.config().n_vocab);
     for (const Setting& s : Settings()) {
       if (!Fits(model, s.kv)) continue;
@@ -146,7 +124,7 @@ TEST_F(AttnTiles, EveryRowEqualsTheUntiledRow) {
 // sequence's last logits equal the untiled pass's.
 TEST_F(AttnTiles, TwoSequencesInOnePass) {
   for (size_t mi = 0; mi < models_->size(); ++mi) {
-    const llm::Model& model = *(*models_)[mi].model;
+    const llm::Model& model = (*models_)[mi];
     const size_t bytes = sizeof(float) * static_cast<size_t>(model.config().n_vocab);
     for (const Setting& s : Settings()) {
       if (!Fits(model, s.kv) || std::string(s.isa) != "auto") continue;

@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <vector>
 
 #include "cli_util.h"
+#include "test_models.h"
 #include "llm/context.h"
 #include "llm/fusion.h"
 #include "llm/model.h"
@@ -19,34 +19,16 @@ namespace {
 
 constexpr int kCtx = 192;
 
-struct Synth {
-  std::string path;
-  llm::Model* model = nullptr;
-};
-
 class EvalMulti : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     // llama-tiny q4_0: the q4_0 matmul kernels of 2..16 rows; gemma3-tiny: sliding-window layers (window 16).
-    for (auto [name, preset, type] : {std::tuple{"llama", "llama-tiny", "q4_0"}, std::tuple{"gemma", "gemma3-tiny", "f16"}}) {
-      Synth s;
-      s.path = TempPath(std::string("batch-") + name + ".gguf");
-      ASSERT_EQ(RunEdgedecode(std::string("synth --preset ") + preset + " --type " + type + " -o " + s.path).exit_code, 0);
-      auto m = llm::Model::Load(s.path, false);
-      ASSERT_TRUE(m.ok()) << m.status().message();
-      s.model = std::move(m).value().release();
-      models_->push_back(s);
-    }
+    models_->AddSynth("batch-llama", "llama-tiny", "q4_0");
+    models_->AddSynth("batch-gemma", "gemma3-tiny", "f16");
   }
-  static void TearDownTestSuite() {
-    for (Synth& s : *models_) {
-      delete s.model;
-      std::remove(s.path.c_str());
-    }
-    models_->clear();
-  }
-  static const llm::Model& llama() { return *(*models_)[0].model; }
-  static const llm::Model& gemma() { return *(*models_)[1].model; }
+  static void TearDownTestSuite() { models_->Clear(); }
+  static const llm::Model& llama() { return (*models_)[0]; }
+  static const llm::Model& gemma() { return (*models_)[1]; }
 
   static std::unique_ptr<llm::Context> Make(const llm::Model& m, GgmlType kv, int n_batch) {
     llm::ContextParams p;
@@ -131,7 +113,7 @@ class EvalMulti : public ::testing::Test {
     }
     return worst;
   }
-  static std::vector<Synth>* models_;
+  static TestModels* models_;
   // The other paths of the pass, for the contexts Make creates: llama.cpp's f16 attention arithmetic, and
   // every fusion off (attention with full score rows, RoPE and the KV write as separate passes).
   static inline bool attn_f16_ = false, fused_ = true;
@@ -140,7 +122,7 @@ class EvalMulti : public ::testing::Test {
     fused_ = true;
   }
 };
-std::vector<Synth>* EvalMulti::models_ = new std::vector<Synth>();
+TestModels* EvalMulti::models_ = new TestModels;
 
 TEST_F(EvalMulti, OneSequenceEqualsEval) {
   EXPECT_LE(Compare(llama(), GgmlType::kF16, 32, {9}, 4), 1e-5);

@@ -4,12 +4,11 @@
 // ring; and KeepTreePath must leave the cache as if the kept path had been evaluated as a chain.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <cstring>
-#include <tuple>
 #include <vector>
 
 #include "cli_util.h"
+#include "test_models.h"
 #include "llm/context.h"
 #include "llm/fusion.h"
 #include "llm/model.h"
@@ -21,38 +20,16 @@ constexpr int kCtx = 160;
 // Rows 0 (root) .. 10; every row's parent an earlier row, several branches at several depths.
 const std::vector<int> kParents = {-1, 0, 0, 1, 1, 2, 3, 3, 5, 8, 6};
 
-struct Loaded {
-  std::string path;  // removed at the end where synthesized
-  bool temp = false;
-  llm::Model* model = nullptr;
-};
-
 class Tree : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     // stories260K f32 (head_dim 8: position-major rows for quantized KV); llama-tiny q4_0 (head-major rows);
     // gemma3-tiny (sliding-window layers of window 16: rings).
-    Loaded s{std::string(EDGEDECODE_TESTDATA) + "/llm/gguf/stories260K.f32.gguf"};
-    Load(s);
-    for (auto [name, preset, type] : {std::tuple{"llama", "llama-tiny", "q4_0"}, std::tuple{"gemma", "gemma3-tiny", "f16"}}) {
-      Loaded m{TempPath(std::string("tree-") + name + ".gguf"), true};
-      ASSERT_EQ(RunEdgedecode(std::string("synth --preset ") + preset + " --type " + type + " -o " + m.path).exit_code, 0);
-      Load(m);
-    }
+    models_->AddFile(std::string(EDGEDECODE_TESTDATA) + "/llm/gguf/stories260K.f32.gguf");
+    models_->AddSynth("tree-llama", "llama-tiny", "q4_0");
+    models_->AddSynth("tree-gemma", "gemma3-tiny", "f16");
   }
-  static void Load(Loaded m) {
-    auto r = llm::Model::Load(m.path, false);
-    ASSERT_TRUE(r.ok()) << r.status().message();
-    m.model = std::move(r).value().release();
-    models_->push_back(m);
-  }
-  static void TearDownTestSuite() {
-    for (Loaded& m : *models_) {
-      delete m.model;
-      if (m.temp) std::remove(m.path.c_str());
-    }
-    models_->clear();
-  }
+  static void TearDownTestSuite() { models_->Clear(); }
 
   struct Setting {
     GgmlType kv;
@@ -99,16 +76,16 @@ class Tree : public ::testing::Test {
     return "model " + std::to_string(model) + " kv " + TypeName(static_cast<uint32_t>(s.kv)) + " threads " +
            std::to_string(s.threads) + (s.fused ? "" : " unfused") + (s.attn_f16 ? " attn_f16" : "");
   }
-  static std::vector<Loaded>* models_;
+  static TestModels* models_;
 };
-std::vector<Loaded>* Tree::models_ = new std::vector<Loaded>;
+TestModels* Tree::models_ = new TestModels;
 
 // Every tree row's logits bit for bit those of its path evaluated as a chain (prompt 40 > gemma's window 16:
 // the tree's rows read the ring).
 TEST_F(Tree, EachRowEqualsItsPathAsAChain) {
   const int n = static_cast<int>(kParents.size());
   for (size_t mi = 0; mi < models_->size(); ++mi) {
-    const llm::Model& model = *(*models_)[mi].model;
+    const llm::Model& model = (*models_)[mi];
     for (const Setting& s : Settings()) {
       if (s.kv != GgmlType::kF32 && s.kv != GgmlType::kF16 && model.config().kv_dim() % 32 != 0) continue;
       const std::string what = Name(mi, s);
@@ -138,7 +115,7 @@ TEST_F(Tree, EachRowEqualsItsPathAsAChain) {
 TEST_F(Tree, KeptPathIsTheChainsCache) {
   const int n = static_cast<int>(kParents.size());
   for (size_t mi = 0; mi < models_->size(); ++mi) {
-    const llm::Model& model = *(*models_)[mi].model;
+    const llm::Model& model = (*models_)[mi];
     for (const Setting& s : {Setting{GgmlType::kF16, 2, true, false}, Setting{GgmlType::kQ8_0, 1, true, false},
                              Setting{GgmlType::kQ4_0, 2, true, false}, Setting{GgmlType::kF32, 1, true, false}}) {
       if (s.kv != GgmlType::kF32 && s.kv != GgmlType::kF16 && model.config().kv_dim() % 32 != 0) continue;
@@ -170,7 +147,7 @@ TEST_F(Tree, KeptPathIsTheChainsCache) {
 
 // Malformed trees are refused with the cache unchanged.
 TEST_F(Tree, MalformedTreesAreRefused) {
-  const llm::Model& model = *(*models_)[0].model;
+  const llm::Model& model = (*models_)[0];
   auto c = Make(model, {GgmlType::kF16, 1, true, false}, 8);
   const std::vector<int32_t> prompt = Tokens(10, 3, model.config().n_vocab);
   ASSERT_TRUE(c->Eval(prompt.data(), 10, false).ok());
