@@ -231,9 +231,14 @@ void Scheduler::Step() {
   int used = static_cast<int>(decoding.size());
   std::vector<llm::SeqTokens> rows;
   std::vector<Slot*> row_slots;
+  std::vector<std::pair<Slot*, int>> asks;  // the slots whose draft model drafts, and how many tokens
   for (Slot* s : decoding) {
-    Draft(*s, batch - used - (prefill_waits ? 1 : 0));
-    used += static_cast<int>(s->verify.size()) - 1;
+    const int ask = Draft(*s, batch - used - (prefill_waits ? 1 : 0));
+    used += static_cast<int>(s->verify.size()) - 1 + ask;
+    if (ask > 0) asks.emplace_back(s, ask);
+  }
+  if (!asks.empty()) DraftWithModel(asks);
+  for (Slot* s : decoding) {
     rows.push_back({s->ctx.get(), s->verify.data(), static_cast<int>(s->verify.size()), s->verify.size() > 1});
     row_slots.push_back(s);
   }
@@ -265,29 +270,44 @@ void Scheduler::Step() {
   }
 }
 
-void Scheduler::Draft(Slot& s, int room) {
+int Scheduler::Draft(Slot& s, int room) {
   s.verify.assign(1, s.next);
-  if ((spec_.lookup <= 0 && !s.drafter) || s.matcher || room <= 0) return;
+  if ((spec_.lookup <= 0 && !s.drafter) || s.matcher || room <= 0) return 0;
   const llm::Context& ctx = *s.ctx;
   // Rows past next: within the room, the context, a batch (so that the rollback keeps sliding-window rings)
   // and what the answer may still take (row i of the pass gives its token i + 2 from now). Within the
   // context, the history and its draft always fit the draft context (of the same length): the drafter never
   // slides its window.
   const int k = std::min({room, ctx.n_batch() - 1, ctx.n_ctx() - ctx.n_past() - 1, s.job->max_tokens - s.generated - 1});
-  if (k <= 0) return;
-  s.cached.push_back(s.next);  // the history the draft continues: the cache's tokens, then next
+  if (k <= 0) return 0;
   std::vector<int32_t> draft;
-  if (spec_.lookup > 0) draft = llm::LookupDraft(s.cached, std::min(k, spec_.lookup), spec_.ngram_max, spec_.ngram_min);
+  if (spec_.lookup > 0) {
+    s.cached.push_back(s.next);  // the history the draft continues: the cache's tokens, then next
+    draft = llm::LookupDraft(s.cached, std::min(k, spec_.lookup), spec_.ngram_max, spec_.ngram_min);
+    s.cached.pop_back();
+  }
   const bool ask_model = draft.empty() && s.drafter;
   // A pause counts the steps that found a draft (or would ask the draft model: its passes are skipped too).
   if (s.pause > 0 && (ask_model || !draft.empty())) {
     --s.pause;
-    draft.clear();
-  } else if (ask_model) {
-    draft = (*s.drafter)(s.cached, std::min(k, spec_.draft_max));
+    return 0;
   }
-  s.cached.pop_back();
   s.verify.insert(s.verify.end(), draft.begin(), draft.end());
+  return ask_model ? std::min(k, spec_.draft_max) : 0;
+}
+
+void Scheduler::DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks) {
+  std::vector<llm::DraftModelDrafter::Request> requests;
+  for (const auto& [s, n] : asks) {
+    s->cached.push_back(s->next);  // the history the draft continues, as for the lookup
+    requests.push_back({s->drafter.get(), &s->cached, n, {}});
+  }
+  llm::DraftModelDrafter::DraftMany(requests);
+  for (size_t i = 0; i < asks.size(); ++i) {
+    Slot& s = *asks[i].first;
+    s.cached.pop_back();
+    s.verify.insert(s.verify.end(), requests[i].draft.begin(), requests[i].draft.end());
+  }
 }
 
 int Scheduler::PrefillChunk(Slot& s, int limit) {

@@ -19,7 +19,8 @@
 // and next: the accepted ones are caught up on, the rejected ones rolled back, a new job's prompt keeps the
 // prefix it shares) proposes up to draft_max tokens greedily, which go into the slot's row exactly as a
 // lookup draft does. With --lookup too, the n-gram lookup is asked first and the draft model only when it
-// finds nothing (as `run` chains them). The draft contexts run one slot after another.
+// finds nothing (as `run` chains them). The slots' draft contexts draft together, in shared passes of the
+// draft model (llm::DraftModelDrafter::DraftMany).
 #pragma once
 
 #include <atomic>
@@ -30,6 +31,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "edgedecode/status.h"
@@ -133,9 +135,12 @@ class Scheduler {
   // Samples, sends and checks one token from logits row `row`, after n_cached valid cache positions; false
   // when the job finished.
   bool Emit(Slot& s, int row, int n_cached, int32_t* token);
-  // Up to `room` draft tokens to follow s.next: the n-gram lookup's, else the draft model's (none while
-  // paused, for grammar jobs, or near the limits).
-  void Draft(Slot& s, int room);
+  // Sets s.verify to s.next and up to `room` draft tokens after it: the n-gram lookup's (none while paused,
+  // for grammar jobs, or near the limits). Returns how many tokens the slot's draft model is to propose
+  // instead (0: none), which DraftWithModel appends.
+  int Draft(Slot& s, int room);
+  // The draft models of the slots that asked (slot, tokens) propose together: their passes are shared.
+  void DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks);
   // The prompt tokens a prefilling slot evaluates next (after dropping the part of its cache the prompt does
   // not share, on its first chunk): at most `limit`.
   int PrefillChunk(Slot& s, int limit);
