@@ -256,8 +256,9 @@ void DraftModelDrafter::DraftMany(std::vector<Request>& requests) {
   }
   // The time of the shared passes, split evenly (what each drafter's stats say it cost).
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto asked = std::count_if(requests.begin(), requests.end(), [](const Request& r) { return r.n_draft > 0; });
   for (Request& r : requests)
-    if (r.n_draft > 0) r.drafter->stats_.seconds += s / static_cast<double>(requests.size());
+    if (r.n_draft > 0) r.drafter->stats_.seconds += s / static_cast<double>(asked);
 }
 
 DraftTree DraftModelDrafter::Tree(const std::vector<int32_t>& history, int max_nodes, int max_depth) {
