@@ -114,6 +114,50 @@ TEST(DraftModelDrafter, CacheFollowsTheHistory) {
   EXPECT_LT(synced.stats().caught_up, static_cast<int64_t>(history.size()) - 40) << "kept draft tokens evaluated again";
 }
 
+// Several drafters drafting together (serve's slots: DraftMany's shared passes): over 30 steps of histories
+// that grow, keep part of each draft and diverge (another prompt each, one drafter asked for nothing at
+// times, one for more than a batch of catch-up at first), every draft equals that of a drafter of its own
+// asked alone in step. A row that took another's logits or positions, or a catch-up chunk lost, changes them.
+TEST(DraftModelDrafter, DraftManyEqualsEachAlone) {
+  auto model = llm::Model::Load(kF32);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  llm::ContextParams cp;
+  cp.n_ctx = 512;
+  cp.n_threads = 1;
+  cp.n_batch = 8;  // the long prompt's catch-up takes several shared passes
+  const int kN = 3;
+  std::vector<std::unique_ptr<llm::Context>> many_ctx, alone_ctx;
+  std::vector<std::unique_ptr<llm::DraftModelDrafter>> many, alone;
+  for (int i = 0; i < 2 * kN; ++i) {
+    auto c = llm::Context::Create(**model, cp);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    auto& ctxs = i < kN ? many_ctx : alone_ctx;
+    ctxs.push_back(std::move(*c));
+    (i < kN ? many : alone).push_back(std::make_unique<llm::DraftModelDrafter>(*ctxs.back(), ctxs.back()->n_vocab()));
+  }
+  const tok::Tokenizer& tk = (*model)->tokenizer();
+  std::vector<std::vector<int32_t>> histories = {tk.Encode("Once upon a time", true), tk.Encode(kStory, true),
+                                                 tk.Encode("The cat", true)};
+  const int n_vocab = many_ctx[0]->n_vocab();
+  for (int step = 0; step < 30; ++step) {
+    std::vector<llm::DraftModelDrafter::Request> requests;
+    for (int i = 0; i < kN; ++i) requests.push_back({many[i].get(), &histories[i], i == 2 && step % 3 == 0 ? 0 : 2 + (step + i) % 4, {}});
+    llm::DraftModelDrafter::DraftMany(requests);
+    for (int i = 0; i < kN; ++i) {
+      const std::vector<int32_t> want = (*alone[i])(histories[i], requests[i].n_draft);
+      EXPECT_EQ(requests[i].draft, want) << "step " << step << ", drafter " << i;
+      const size_t keep = std::min(requests[i].draft.size(), static_cast<size_t>((step + i) % 3));
+      histories[i].insert(histories[i].end(), requests[i].draft.begin(), requests[i].draft.begin() + static_cast<long>(keep));
+      histories[i].push_back(static_cast<int32_t>((step * 37 + 11 * i + 5) % n_vocab));
+    }
+  }
+  for (int i = 0; i < kN; ++i) {
+    EXPECT_GT(many[i]->stats().rolled_back, 0) << i;
+    EXPECT_EQ(many[i]->stats().caught_up, alone[i]->stats().caught_up) << i;
+    EXPECT_EQ(many[i]->stats().rolled_back, alone[i]->stats().rolled_back) << i;
+  }
+}
+
 // The draft with --lookup (n-gram first, then the draft model), sampling, -n, the context end and the
 // context shift (the draft context slides its own window): plain decoding's tokens and stop.
 TEST_F(Draft, LookupChainSamplingContextShiftAsPlain) {

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/draft_options.h"
 #include "cli/model_options.h"
 #include "cli/serve_http.h"
 #include "cli/serve_scheduler.h"
@@ -27,6 +28,9 @@ struct ServeOptions {
   bool no_auth = false;
   size_t max_body = 1 << 20;
   serve::SpecOptions spec;
+  DraftOptions draft;  // --draft / --draft-quant, as `run` takes them
+  CLI::Option* draft_max_opt = nullptr;
+  std::string self_spec;  // refused: a `run` option
 };
 
 bool IsLoopback(const std::string& host) {
@@ -39,6 +43,9 @@ Status Validate(const ServeOptions& so) {
   if (so.queue < -1) return InvalidArgument("--queue must be >= 0");
   if (so.max_body < 1024) return InvalidArgument("--max-body must be >= 1024 bytes");
   if (so.spec.lookup < 0 || so.spec.lookup > 64) return InvalidArgument("--lookup must be in [0, 64]");
+  if (!so.self_spec.empty())
+    return InvalidArgument("--self-spec is a `run` option: serve drafts with --lookup N, --draft MODEL or --draft-quant TYPE");
+  if (so.draft_max_opt->count() > 0 && !so.draft.on()) return InvalidArgument("--draft-max needs --draft or --draft-quant");
   if (!IsLoopback(so.host) && so.api_key.empty() && !so.no_auth)
     return InvalidArgument("--host " + so.host +
                            " listens beyond this machine: set --api-key KEY (clients send 'Authorization: Bearer KEY'), "
@@ -46,21 +53,40 @@ Status Validate(const ServeOptions& so) {
   return Status::Ok();
 }
 
-// The --parallel contexts over one model, after checking that their memory plan fits: when it does not,
-// the plan is printed and the message says how many slots would fit.
-Result<std::vector<std::unique_ptr<llm::Context>>> MakeContexts(const ModelOptions& mo, const LoadedWeights& w, int parallel) {
+// The plan of `parallel` slots: the model's and, with a draft model, the draft's (its weights once, its KV
+// cache and scratch per slot), as `plan --seqs N --draft ...` counts them.
+Result<llm::MemoryPlan> PlanSlots(const LoadedWeights& w, DraftOptions& draft, llm::PlanParams pp, int parallel) {
+  pp.n_seqs = parallel;
+  llm::MemoryPlan plan = llm::PlanMemory(*w.model, pp);
+  if (draft.on()) {
+    ED_ASSIGN_OR_RETURN(const llm::MemoryPlan dp, draft.Plan(*w.model, pp));
+    llm::AddDraftPlan(dp, &plan);
+  }
+  return plan;
+}
+
+// The --parallel contexts over one model (and, with a draft model, as many over the draft: *drafts), after
+// checking that their memory plan fits: when it does not, the plan is printed and the message says how many
+// slots would fit. A draft that cannot draft for the model (another vocabulary, larger) is refused here,
+// before anything of it is allocated.
+Result<std::vector<std::unique_ptr<llm::Context>>> MakeContexts(const ModelOptions& mo, const LoadedWeights& w, int parallel,
+                                                                DraftOptions& draft, std::unique_ptr<llm::Model>* draft_model,
+                                                                std::vector<std::unique_ptr<llm::Context>>* drafts) {
   llm::ContextParams cp;
   llm::PlanParams pp;
   ED_RETURN_IF_ERROR(ContextParamsFor(mo, w, &cp, &pp));
   pp.n_seqs = parallel;
-  llm::MemoryPlan plan;
-  if (Status st = CheckPlanFits(*w.model, pp, &plan); !st.ok()) {
+  llm::MemoryPlan plan, extra;
+  if (draft.on()) {
+    ED_ASSIGN_OR_RETURN(extra, draft.Plan(*w.model, pp));
+  }
+  if (Status st = CheckPlanFits(*w.model, pp, &plan, draft.on() ? &extra : nullptr); !st.ok()) {
     if (st.code() != StatusCode::kResourceExhausted) return st;  // e.g. a malformed EDGEDECODE_AVAILABLE_MEMORY
     ED_ASSIGN_OR_RETURN(const uint64_t avail, llm::AvailableMemoryBytes());
     int fits = 0;
     for (int k = parallel - 1; k >= 1 && fits == 0; --k) {
-      pp.n_seqs = k;
-      if (llm::PlanMemory(*w.model, pp).total <= avail) fits = k;
+      ED_ASSIGN_OR_RETURN(const llm::MemoryPlan p, PlanSlots(w, draft, pp, k));
+      if (p.total <= avail) fits = k;
     }
     const std::string what =
         fits > 0 ? "--parallel " + std::to_string(fits) + " would fit at -c " + std::to_string(cp.n_ctx) +
@@ -73,6 +99,16 @@ Result<std::vector<std::unique_ptr<llm::Context>>> MakeContexts(const ModelOptio
   for (int i = 0; i < parallel; ++i) {
     ED_ASSIGN_OR_RETURN(auto c, llm::Context::Create(*w.model, cp));
     ctxs.push_back(std::move(c));
+  }
+  if (draft.on()) {
+    // The draft's weights (repacked as the model's are), and one context per slot like the slot's own.
+    ED_ASSIGN_OR_RETURN(*draft_model, draft.Load(*w.model, ctxs[0]->n_threads()));
+    if (!mo.no_repack) (*draft_model)->RepackForKernels(w.isa);
+    for (int i = 0; i < parallel; ++i) {
+      auto c = llm::Context::Create(**draft_model, cp);
+      if (!c.ok()) return c.status().WithContext("draft model");
+      drafts->push_back(std::move(*c));
+    }
   }
   return ctxs;
 }
@@ -113,11 +149,18 @@ int ServeMain(int argc, char** argv) {
   app.add_option("--lookup", so.spec.lookup, "speculative decoding by prompt lookup: up to N tokens that followed the last "
                  "n-gram earlier in the prompt or answer are verified with the next one in the same pass; the output is the "
                  "same as without it (0: off)")->capture_default_str();
+  so.draft.Add(app);
+  so.draft_max_opt = app.add_option("--draft-max", so.spec.draft_max, "with --draft or --draft-quant: tokens drafted per verify pass")
+                         ->check(CLI::Range(1, 64))
+                         ->capture_default_str();
+  // Refused with a message (rather than as an unknown option): self-speculative decoding is run's alone.
+  app.add_option("--self-spec", so.self_spec, "a `run` option")->group("");
   // llama-server's spelling of --parallel (CLI11 takes single-dash names of one letter only).
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "-np") argv[i] = const_cast<char*>("--parallel");
   if (auto rc = Parse(app, argc, argv)) return *rc;
   if (Status st = Validate(so); !st.ok()) return Fail(cmd, st);
+  if (Status st = so.draft.Validate(); !st.ok()) return Fail(cmd, st);
   if (Status st = mo.Validate(); !st.ok()) return Fail(cmd, st);
   if (so.queue < 0) so.queue = 4 * so.parallel;
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is a failed write, not the end of the server
@@ -133,7 +176,9 @@ int ServeMain(int argc, char** argv) {
 
   auto w = LoadWeights(mo);
   if (!w.ok()) return Fail(cmd, w.status());
-  auto ctxs = MakeContexts(mo, *w, so.parallel);
+  std::unique_ptr<llm::Model> draft_model;  // outlives the scheduler (declared before it)
+  std::vector<std::unique_ptr<llm::Context>> drafts;
+  auto ctxs = MakeContexts(mo, *w, so.parallel, so.draft, &draft_model, &drafts);
   if (!ctxs.ok()) return Fail(cmd, ctxs.status());
   std::optional<ChatPrompt> chat;
   std::string chat_error;
@@ -146,10 +191,11 @@ int ServeMain(int argc, char** argv) {
     chat_error = cp.status().message() + "; start serve with --chat-template FILE to use /v1/chat/completions";
   }
   const int n_ctx = (*ctxs)[0]->n_ctx(), n_threads = (*ctxs)[0]->n_threads();
-  serve::Scheduler sched(std::move(*ctxs), w->model->tokenizer(), mo.n_batch, so.queue, so.spec);
+  serve::Scheduler sched(std::move(*ctxs), w->model->tokenizer(), mo.n_batch, so.queue, so.spec, std::move(drafts));
   api.SetReady(*w->model, std::move(chat), chat_error, sched);
-  std::fprintf(stderr, "%s: ready: %d slot(s) x %d tokens of context, %d threads, queue %d%s%s\n", cmd.c_str(), so.parallel,
-               n_ctx, n_threads, so.queue, so.api_key.empty() ? "" : ", API key required",
+  const std::string drafting = so.draft.on() ? ", draft " + std::to_string(so.spec.draft_max) + " (" + so.draft.Describe() + ")" : "";
+  std::fprintf(stderr, "%s: ready: %d slot(s) x %d tokens of context, %d threads, queue %d%s%s%s\n", cmd.c_str(), so.parallel,
+               n_ctx, n_threads, so.queue, drafting.c_str(), so.api_key.empty() ? "" : ", API key required",
                chat_error.empty() ? "" : " (no chat template: /v1/chat/completions answers 400)");
 
   while (!InterruptScope::requested()) std::this_thread::sleep_for(std::chrono::milliseconds(100));

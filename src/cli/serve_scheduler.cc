@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 
+#include "llm/draft_model.h"
 #include "llm/prefix_reuse.h"
 #include "llm/speculative.h"
 #include "llm/stop_strings.h"
@@ -26,6 +27,10 @@ bool Job::WaitPieces(std::vector<std::string>* out, int timeout_ms, std::vector<
 // A slot: one context and the tokens its KV cache holds, kept after a job ends for the next one's prefix.
 struct Scheduler::Slot {
   std::unique_ptr<llm::Context> ctx;
+  // With a draft model: its context (declared first: the drafter refers to it) and the drafter over it, kept
+  // across jobs so that a prompt's shared prefix stays in the draft cache too.
+  std::unique_ptr<llm::Context> draft_ctx;
+  std::unique_ptr<llm::DraftModelDrafter> drafter;
   std::vector<int32_t> cached;  // the tokens at positions 0 .. ctx->n_past()-1
   std::shared_ptr<Job> job;     // null: free
   bool prefilling = false, first_chunk = true;
@@ -88,12 +93,17 @@ std::vector<std::string> VocabPieces(const tok::Tokenizer& tk) {
 }  // namespace
 
 Scheduler::Scheduler(std::vector<std::unique_ptr<llm::Context>> contexts, const tok::Tokenizer& tk, int n_batch,
-                     int queue_limit, SpecOptions spec)
+                     int queue_limit, SpecOptions spec, std::vector<std::unique_ptr<llm::Context>> drafts)
     : tk_(tk), vocab_bytes_(VocabPieces(tk)), n_batch_(std::max(1, n_batch)),
       queue_limit_(static_cast<size_t>(std::max(0, queue_limit))), spec_(spec) {
-  for (auto& c : contexts) {
+  for (size_t i = 0; i < contexts.size(); ++i) {
     auto s = std::make_unique<Slot>();
-    s->ctx = std::move(c);
+    s->ctx = std::move(contexts[i]);
+    if (i < drafts.size() && drafts[i]) {
+      s->draft_ctx = std::move(drafts[i]);
+      // Only the ids both vocabularies have are proposed (the load checked that they agree).
+      s->drafter = std::make_unique<llm::DraftModelDrafter>(*s->draft_ctx, std::min(s->ctx->n_vocab(), s->draft_ctx->n_vocab()));
+    }
     slots_.push_back(std::move(s));
   }
   kv_used_.assign(slots_.size(), 0);
@@ -221,9 +231,14 @@ void Scheduler::Step() {
   int used = static_cast<int>(decoding.size());
   std::vector<llm::SeqTokens> rows;
   std::vector<Slot*> row_slots;
+  std::vector<std::pair<Slot*, int>> asks;  // the slots whose draft model drafts, and how many tokens
   for (Slot* s : decoding) {
-    Draft(*s, batch - used - (prefill_waits ? 1 : 0));
-    used += static_cast<int>(s->verify.size()) - 1;
+    const int ask = Draft(*s, batch - used - (prefill_waits ? 1 : 0));
+    used += static_cast<int>(s->verify.size()) - 1 + ask;
+    if (ask > 0) asks.emplace_back(s, ask);
+  }
+  if (!asks.empty()) DraftWithModel(asks);
+  for (Slot* s : decoding) {
     rows.push_back({s->ctx.get(), s->verify.data(), static_cast<int>(s->verify.size()), s->verify.size() > 1});
     row_slots.push_back(s);
   }
@@ -255,24 +270,44 @@ void Scheduler::Step() {
   }
 }
 
-void Scheduler::Draft(Slot& s, int room) {
+int Scheduler::Draft(Slot& s, int room) {
   s.verify.assign(1, s.next);
-  if (spec_.lookup <= 0 || s.matcher || room <= 0) return;
+  if ((spec_.lookup <= 0 && !s.drafter) || s.matcher || room <= 0) return 0;
   const llm::Context& ctx = *s.ctx;
   // Rows past next: within the room, the context, a batch (so that the rollback keeps sliding-window rings)
-  // and what the answer may still take (row i of the pass gives its token i + 2 from now).
-  const int k = std::min({spec_.lookup, room, ctx.n_batch() - 1, ctx.n_ctx() - ctx.n_past() - 1,
-                          s.job->max_tokens - s.generated - 1});
-  if (k <= 0) return;
-  s.cached.push_back(s.next);  // the history the draft continues: the cache's tokens, then next
-  const std::vector<int32_t> draft = llm::LookupDraft(s.cached, k, spec_.ngram_max, spec_.ngram_min);
-  s.cached.pop_back();
-  if (draft.empty()) return;
-  if (s.pause > 0) {  // a pause counts the steps that found a draft
+  // and what the answer may still take (row i of the pass gives its token i + 2 from now). Within the
+  // context, the history and its draft always fit the draft context (of the same length): the drafter never
+  // slides its window.
+  const int k = std::min({room, ctx.n_batch() - 1, ctx.n_ctx() - ctx.n_past() - 1, s.job->max_tokens - s.generated - 1});
+  if (k <= 0) return 0;
+  std::vector<int32_t> draft;
+  if (spec_.lookup > 0) {
+    s.cached.push_back(s.next);  // the history the draft continues: the cache's tokens, then next
+    draft = llm::LookupDraft(s.cached, std::min(k, spec_.lookup), spec_.ngram_max, spec_.ngram_min);
+    s.cached.pop_back();
+  }
+  const bool ask_model = draft.empty() && s.drafter;
+  // A pause counts the steps that found a draft (or would ask the draft model: its passes are skipped too).
+  if (s.pause > 0 && (ask_model || !draft.empty())) {
     --s.pause;
-    return;
+    return 0;
   }
   s.verify.insert(s.verify.end(), draft.begin(), draft.end());
+  return ask_model ? std::min(k, spec_.draft_max) : 0;
+}
+
+void Scheduler::DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks) {
+  std::vector<llm::DraftModelDrafter::Request> requests;
+  for (const auto& [s, n] : asks) {
+    s->cached.push_back(s->next);  // the history the draft continues, as for the lookup
+    requests.push_back({s->drafter.get(), &s->cached, n, {}});
+  }
+  llm::DraftModelDrafter::DraftMany(requests);
+  for (size_t i = 0; i < asks.size(); ++i) {
+    Slot& s = *asks[i].first;
+    s.cached.pop_back();
+    s.verify.insert(s.verify.end(), requests[i].draft.begin(), requests[i].draft.end());
+  }
 }
 
 int Scheduler::PrefillChunk(Slot& s, int limit) {

@@ -13,6 +13,14 @@
 // out are those of plain decoding (same sampler calls, same logits bits); only the tokens per pass change.
 // A slot whose drafts keep failing pauses drafting (4 steps, doubling to 32 while probes fail). Jobs with a
 // response_format do not draft. Prints nothing.
+//
+// With a draft model (`serve --draft` / `--draft-quant`) each slot has a context over the draft model as well,
+// sized like its own: an llm::DraftModelDrafter that follows the slot's history (the tokens its cache holds
+// and next: the accepted ones are caught up on, the rejected ones rolled back, a new job's prompt keeps the
+// prefix it shares) proposes up to draft_max tokens greedily, which go into the slot's row exactly as a
+// lookup draft does. With --lookup too, the n-gram lookup is asked first and the draft model only when it
+// finds nothing (as `run` chains them). The slots' draft contexts draft together, in shared passes of the
+// draft model (llm::DraftModelDrafter::DraftMany).
 #pragma once
 
 #include <atomic>
@@ -23,6 +31,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "edgedecode/status.h"
@@ -88,13 +97,16 @@ struct SpecOptions {
   int lookup = 0;     // the longest draft
   int ngram_max = 3;  // the n-gram sizes matched, longest first
   int ngram_min = 1;
+  int draft_max = 8;  // with draft contexts: the longest draft of the draft model
 };
 
 class Scheduler {
  public:
   // contexts: one per slot, all over the same model; queue_limit: jobs waiting beyond the busy slots.
+  // drafts: empty, or one context per slot over a draft model of the same vocabulary (speculative decoding
+  // with a draft model, see above); the draft model must outlive the scheduler.
   Scheduler(std::vector<std::unique_ptr<llm::Context>> contexts, const tok::Tokenizer& tk, int n_batch, int queue_limit,
-            SpecOptions spec = {});
+            SpecOptions spec = {}, std::vector<std::unique_ptr<llm::Context>> drafts = {});
   ~Scheduler();  // Drain()s
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -123,8 +135,12 @@ class Scheduler {
   // Samples, sends and checks one token from logits row `row`, after n_cached valid cache positions; false
   // when the job finished.
   bool Emit(Slot& s, int row, int n_cached, int32_t* token);
-  // Up to `room` draft tokens to follow s.next (none while paused, for grammar jobs, or near the limits).
-  void Draft(Slot& s, int room);
+  // Sets s.verify to s.next and up to `room` draft tokens after it: the n-gram lookup's (none while paused,
+  // for grammar jobs, or near the limits). Returns how many tokens the slot's draft model is to propose
+  // instead (0: none), which DraftWithModel appends.
+  int Draft(Slot& s, int room);
+  // The draft models of the slots that asked (slot, tokens) propose together: their passes are shared.
+  void DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks);
   // The prompt tokens a prefilling slot evaluates next (after dropping the part of its cache the prompt does
   // not share, on its first chunk): at most `limit`.
   int PrefillChunk(Slot& s, int limit);

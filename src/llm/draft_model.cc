@@ -163,6 +163,104 @@ std::vector<int32_t> DraftModelDrafter::operator()(const std::vector<int32_t>& h
   return draft;
 }
 
+void DraftModelDrafter::DraftMany(std::vector<Request>& requests) {
+  // The requests still drafting, each with the tokens its next pass evaluates (a catch-up chunk, then the
+  // one token it drafted last).
+  struct Active {
+    Request* req;
+    std::vector<int32_t> want;  // the window of its history
+    size_t next = 0;            // want's first token not evaluated yet
+  };
+  std::vector<Active> active;
+  for (Request& r : requests) {
+    r.draft.clear();
+    if (r.n_draft <= 0 || r.history->empty()) continue;
+    DraftModelDrafter& d = *r.drafter;
+    ++d.stats_.calls;
+    std::vector<int32_t> want = d.Window(*r.history, r.n_draft);
+    if (want.empty() || want.size() + static_cast<size_t>(r.n_draft) > static_cast<size_t>(d.ctx_.n_ctx())) continue;
+    // CatchUp's rollback: keep the common prefix (the last token evaluated again when cached, for its logits).
+    size_t p = std::mismatch(d.cached_.begin(), d.cached_.end(), want.begin(), want.end()).first - d.cached_.begin();
+    p = std::min(p, want.size() - 1);
+    if (p < d.cached_.size()) {
+      d.ctx_.Truncate(static_cast<int>(p));
+      d.stats_.rolled_back += static_cast<int64_t>(d.cached_.size()) - d.ctx_.n_past();
+      d.cached_.resize(static_cast<size_t>(d.ctx_.n_past()));
+      p = d.cached_.size();
+    }
+    d.stats_.caught_up += static_cast<int64_t>(want.size() - p);
+    active.push_back({&r, std::move(want), p});
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<SeqTokens> rows;
+  std::vector<Active*> in_pass;
+  std::vector<int32_t> drafted(active.size());  // the token each evaluates in a draft step (stable storage)
+  auto fail = [&](const std::vector<Active*>& held) {
+    for (Active* a : held) {
+      DraftModelDrafter& d = *a->req->drafter;
+      d.ctx_.Reset();
+      d.cached_.clear();
+      a->req->draft.clear();
+    }
+  };
+  // Catch-up passes: every request's chunk of at most a batch, until all have evaluated their window.
+  for (;;) {
+    rows.clear();
+    in_pass.clear();
+    for (Active& a : active) {
+      if (a.next >= a.want.size()) continue;
+      const int n = static_cast<int>(std::min(a.want.size() - a.next, static_cast<size_t>(a.req->drafter->ctx_.n_batch())));
+      rows.push_back({&a.req->drafter->ctx_, a.want.data() + a.next, n});
+      in_pass.push_back(&a);
+    }
+    if (rows.empty()) break;
+    if (!Context::EvalMulti(rows).ok()) {
+      fail(in_pass);
+      for (Active* a : in_pass) a->req = nullptr;  // out of this round
+    } else {
+      for (size_t i = 0; i < rows.size(); ++i) {
+        Active& a = *in_pass[i];
+        DraftModelDrafter& d = *a.req->drafter;
+        d.cached_.insert(d.cached_.end(), a.want.begin() + static_cast<long>(a.next), a.want.begin() + static_cast<long>(a.next) + rows[i].n);
+        a.next += static_cast<size_t>(rows[i].n);
+        ++d.stats_.evals;
+      }
+    }
+    std::erase_if(active, [](const Active& a) { return a.req == nullptr; });
+  }
+  // Greedy steps: each takes its argmax; those that want more evaluate it, all in one pass.
+  for (;;) {
+    rows.clear();
+    in_pass.clear();
+    for (size_t i = 0; i < active.size(); ++i) {
+      Active& a = active[i];
+      if (a.req == nullptr || static_cast<int>(a.req->draft.size()) >= a.req->n_draft) continue;
+      DraftModelDrafter& d = *a.req->drafter;
+      drafted[i] = d.Argmax();
+      a.req->draft.push_back(drafted[i]);
+      if (static_cast<int>(a.req->draft.size()) >= a.req->n_draft) continue;
+      rows.push_back({&d.ctx_, &drafted[i], 1});
+      in_pass.push_back(&a);
+    }
+    if (rows.empty()) break;
+    if (!Context::EvalMulti(rows).ok()) {
+      fail(in_pass);
+      for (Active* a : in_pass) a->req = nullptr;
+      continue;
+    }
+    for (size_t i = 0; i < rows.size(); ++i) {
+      DraftModelDrafter& d = *in_pass[i]->req->drafter;
+      d.cached_.push_back(*rows[i].tokens);
+      ++d.stats_.evals;
+    }
+  }
+  // The time of the shared passes, split evenly (what each drafter's stats say it cost).
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto asked = std::count_if(requests.begin(), requests.end(), [](const Request& r) { return r.n_draft > 0; });
+  for (Request& r : requests)
+    if (r.n_draft > 0) r.drafter->stats_.seconds += s / static_cast<double>(asked);
+}
+
 DraftTree DraftModelDrafter::Tree(const std::vector<int32_t>& history, int max_nodes, int max_depth) {
   const int depth = std::min(max_depth, max_nodes);
   if (depth <= 0 || history.empty()) return DraftTree();

@@ -71,6 +71,20 @@ class DraftModelDrafter {
   Status Prefill(const std::vector<int32_t>& prompt);
   const DraftModelStats& stats() const { return stats_; }
 
+  // One draft request of DraftMany.
+  struct Request {
+    DraftModelDrafter* drafter;
+    const std::vector<int32_t>* history;
+    int n_draft;
+    std::vector<int32_t> draft;  // out: what drafter(history, n_draft) would return
+  };
+  // Several drafters (distinct contexts over one draft model: serve's slots) draft at once: their catch-ups
+  // and then each greedy step go through shared passes (Context::EvalMulti: one read of the draft weights
+  // for all of them). Each row's logits are the bits its own pass would give, so every draft is the one
+  // operator() would return. A request whose history does not fit (or n_draft <= 0) gets no draft; a failed
+  // shared pass leaves the drafters it held empty, their contexts starting afresh next time.
+  static void DraftMany(std::vector<Request>& requests);
+
  private:
   // The greedy draft; with steps, each step's two most likely tokens as well.
   Status Propose(const std::vector<int32_t>& history, int n_draft, std::vector<int32_t>* draft,

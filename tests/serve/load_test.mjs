@@ -15,9 +15,11 @@
 //  - SIGTERM: the server exits 0 and its stderr reports no sanitizer error.
 //
 // usage: node load_test.mjs --edgedecode BIN --testdata DIR --work DIR [--clients 16] [--duration 30]
-//        [--parallel 4] [--sanitized 0|1] [--seed 1] [--break-reference 0|1] [--lookup 0]
+//        [--parallel 4] [--sanitized 0|1] [--seed 1] [--break-reference 0|1] [--lookup 0] [--draft-quant TYPE]
 // --lookup N starts the server with speculative decoding by prompt lookup (drafted rows rolled back under
-// cancellation and prefix reuse: the answers must not change).
+// cancellation and prefix reuse: the answers must not change); --draft-quant TYPE with a draft model as
+// well (the model re-encoded; with --lookup, asked when the lookup finds nothing): each slot's draft
+// context follows its history through the same cancellations and reuses.
 // --break-reference 1 alters one reference answer: the run must then fail (the test can fail).
 import { spawn, execFileSync } from "node:child_process";
 import { createRequire } from "node:module";
@@ -36,7 +38,8 @@ try {
   process.exit(1);
 }
 
-const args = { clients: "16", duration: "30", parallel: "4", sanitized: "0", seed: "1", "break-reference": "0", lookup: "0" };
+const args = { clients: "16", duration: "30", parallel: "4", sanitized: "0", seed: "1", "break-reference": "0", lookup: "0",
+               "draft-quant": "" };
 for (let i = 2; i + 1 < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, "")] = process.argv[i + 1];
 const bin = args.edgedecode;
 const model = path.join(args.testdata, "llm", "gguf", "stories260K.f32.gguf");
@@ -114,7 +117,7 @@ process.on("exit", killServer);
 async function startServer() {
   server = spawn(bin, ["serve", "-m", model, "--port", "0", "--parallel", String(PARALLEL), "-b", "16", "-t", "1",
                        "-c", String(CTX), "--queue", String(QUEUE), "--chat-template", templatePath, "--api-key", KEY,
-                       "--lookup", args.lookup],
+                       "--lookup", args.lookup, ...(args["draft-quant"] ? ["--draft-quant", args["draft-quant"]] : [])],
                  { stdio: ["ignore", "ignore", "pipe"] });
   serverExit = new Promise((resolve) => server.on("exit", (code, sig) => resolve({ code, sig })));
   const port = await new Promise((resolve, reject) => {
@@ -609,10 +612,11 @@ async function main() {
               `after the load: ${growthMiB >= 0 ? "+" : ""}${growthMiB.toFixed(2)} MiB over ${requests} requests`);
   check(stats.ok > 0 && stats.cancelled > 0 && stats.malformed > 0, "the load ran every kind of request",
         JSON.stringify(stats));
-  if (Number(args.lookup) > 0) {
+  if (Number(args.lookup) > 0 || args["draft-quant"]) {
     const drafted = await metric("edgedecode_draft_tokens_total"), accepted = await metric("edgedecode_draft_tokens_accepted_total");
-    console.log(`load_test: --lookup ${args.lookup}: ${accepted} of ${drafted} drafted tokens accepted`);
-    check(accepted > 0, "the load drafted tokens and kept some (--lookup)", `${accepted} of ${drafted}`);
+    const how = `--lookup ${args.lookup}${args["draft-quant"] ? " --draft-quant " + args["draft-quant"] : ""}`;
+    console.log(`load_test: ${how}: ${accepted} of ${drafted} drafted tokens accepted`);
+    check(accepted > 0, `the load drafted tokens and kept some (${how})`, `${accepted} of ${drafted}`);
   }
   if (SANITIZED)
     console.log(`load_test: RSS bound not checked under ASan (its quarantine keeps freed memory resident); ` +

@@ -364,8 +364,8 @@ async function testConcurrent(client, refA, refB, promptB) {
 // pass, and a long prompt's prefill chunks (-b 16) ride along with the others' decode rows. The streams
 // start together and end at different lengths (slots leave the batch mid-way); each equals `run --temp 0`
 // on its own prompt, so the rows of a batch share no state (positions, caches, logits). With `extra`
-// (--lookup: speculative decoding) the same must come out, drafts must have been accepted, and a sampled
-// answer (seeded) is returned for the caller to compare across servers.
+// (--lookup, --draft-quant: speculative decoding) the same must come out, drafts must have been accepted,
+// and a sampled answer (seeded) is returned for the caller to compare across servers.
 async function testBatched(prompts, lengths, refs, extra = [], label = "batched") {
   const p = spawn(bin, ["serve", "-m", model, "--port", "0", "--parallel", "4", "-b", "16", "-t", "1", "-c", "1024", ...extra],
                   { stdio: ["ignore", "ignore", "pipe"] });
@@ -381,7 +381,7 @@ async function testBatched(prompts, lengths, refs, extra = [], label = "batched"
     for (const [i, g] of got.entries()) eq(g.text, refs[i].text, `${label}: stream ${i} equals its solo answer`);
     const sampled = await client.completions.create({ model: "m", prompt: prompts[0], temperature: 0.9, seed: 11, max_tokens: 200,
                                                       ignore_eos: true });
-    if (extra.includes("--lookup")) {
+    if (extra.some((a) => a === "--lookup" || a.startsWith("--draft"))) {
       const drafted = await metric(base, "edgedecode_draft_tokens_total");
       const accepted = await metric(base, "edgedecode_draft_tokens_accepted_total");
       console.log(`note: ${label}: ${accepted} of ${drafted} drafted tokens accepted`);
@@ -473,6 +473,43 @@ function testRefusals() {
         "--parallel 64 beyond memory: exit 1 with the plan and the slots that fit", `${r.status} ${r.stderr.slice(-300)}`);
 }
 
+// Speculative decoding with a draft model: refused as `run` refuses it (exit 2 for a bad --draft-quant type,
+// a draft of another vocabulary, a draft larger than the model, --draft-max alone, --self-spec, which is
+// run's), and the draft's weights and per-slot KV cache counted in the memory check: memory that holds the
+// slots' plan without the draft (per `plan --seqs 4`) but not with it refuses to start (exit 1, the plan
+// with its draft lines).
+function testDraftRefusals() {
+  const serve = (extra, env = {}) =>
+    spawnSync(bin, ["serve", "-m", model, "--port", "0", "-t", "1", ...extra],
+              { encoding: "utf8", timeout: 20000, env: { ...process.env, ...env } });
+  let r = serve(["--draft-quant", "q9_9"]);
+  check(r.status === 2 && /--draft-quant: unknown or unwritable type 'q9_9'/.test(r.stderr), "serve --draft-quant q9_9: exit 2",
+        `${r.status} ${r.stderr}`);
+  const cfg = path.join(work, "draft_synth.json");
+  fs.writeFileSync(cfg, JSON.stringify({ dim: 32, n_layers: 1, n_heads: 2, n_kv_heads: 2, ffn: 64, vocab: 600, context: 128 }));
+  const synth = path.join(work, "draft_synth.gguf");
+  execFileSync(bin, ["synth", "--config", cfg, "--type", "f32", "-o", synth, "--no-progress"], { stdio: "ignore" });
+  r = serve(["--draft", synth]);
+  check(r.status === 2 && /vocabulary differs from the target's at token id/.test(r.stderr) && r.stderr.includes("--draft " + synth),
+        "serve --draft of another vocabulary: exit 2 naming the first differing token", `${r.status} ${r.stderr}`);
+  const q4 = path.join(args.testdata, "llm", "gguf", "stories260K.q4_0-ffn_down_f16.gguf");
+  r = spawnSync(bin, ["serve", "-m", q4, "--port", "0", "-t", "1", "--draft", model], { encoding: "utf8", timeout: 20000 });
+  check(r.status === 2 && /more than the target's/.test(r.stderr), "serve --draft larger than the model: exit 2", `${r.status} ${r.stderr}`);
+  r = serve(["--draft-max", "4"]);
+  check(r.status === 2 && /--draft-max needs --draft or --draft-quant/.test(r.stderr), "serve --draft-max alone: exit 2",
+        `${r.status} ${r.stderr}`);
+  r = serve(["--self-spec", "auto"]);
+  check(r.status === 2 && /--self-spec is a `run` option/.test(r.stderr), "serve --self-spec: exit 2, a run option", `${r.status} ${r.stderr}`);
+  const total = (extra) => JSON.parse(execFileSync(bin, ["plan", "-m", model, "--seqs", "4", "-c", "1024", "-b", "16", "--json", ...extra],
+                                                   { stdio: ["ignore", "pipe", "ignore"] }).toString()).total_bytes;
+  const plain = total([]), drafted = total(["--draft-quant", "q4_0"]);
+  check(drafted > plain, "plan counts the draft", `${drafted} vs ${plain}`);
+  const avail = String(Math.floor((plain + drafted) / 2));
+  r = serve(["--parallel", "4", "-c", "1024", "-b", "16", "--draft-quant", "q4_0"], { EDGEDECODE_AVAILABLE_MEMORY: avail });
+  check(r.status === 1 && /draft KV cache/.test(r.stderr) && /--parallel 4 needs/.test(r.stderr),
+        "serve --draft-quant beyond memory (without the draft it fits): exit 1 with the draft in the plan", `${r.status} ${r.stderr.slice(-400)}`);
+}
+
 // While the model loads (a 135M-parameter synth model: long enough to see), /health and the API answer
 // 503; then 200.
 async function testLoading() {
@@ -513,6 +550,9 @@ async function main() {
   const sampledPlain = await testBatched(batchPrompts, batchLengths, batchRefs);
   const sampledLookup = await testBatched(batchPrompts, batchLengths, batchRefs, ["--lookup", "4"], "lookup");
   eq(sampledLookup, sampledPlain, "lookup: a seeded sampled answer equals the one without drafting");
+  testDraftRefusals();
+  const sampledDraft = await testBatched(batchPrompts, batchLengths, batchRefs, ["--draft-quant", "q4_0"], "draft");
+  eq(sampledDraft, sampledPlain, "draft: a seeded sampled answer equals the one without drafting");
   const base = await startServer();
   const client = new OpenAI({ baseURL: base + "/v1", apiKey: KEY, maxRetries: 0 });
   await testChat(client, chatRef);
