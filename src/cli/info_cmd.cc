@@ -68,16 +68,26 @@ std::string Shape(const std::vector<int64_t>& dims) {
   return s;
 }
 
-// KV bytes each token of context adds with an f16 cache: 2 (K and V) x layers x kv_heads x head_dim x 2.
+// KV bytes each token of context adds with an f16 cache: 2 (K and V) x layers x kv_heads x head_dim x 2. A
+// per-layer head_count_kv (lfm2: 0 for its short-convolution layers, which keep no cache) is summed instead.
 uint64_t KvBytesPerToken(const gguf::File& f, const std::string& arch) {
   const int64_t layers = f.GetIntOr(arch + ".block_count", 0), dim = f.GetIntOr(arch + ".embedding_length", 0);
   const int64_t heads = f.GetIntOr(arch + ".attention.head_count", 0);
-  const int64_t kv_heads = f.GetIntOr(arch + ".attention.head_count_kv", heads);
+  int64_t layer_heads = 0;  // kv heads summed over the layers
+  const std::string kv_key = arch + ".attention.head_count_kv";
+  if (const gguf::Value* kv = f.Find(kv_key); kv != nullptr && kv->type == gguf::ValueType::kArray) {
+    auto per_layer = f.GetIntArray(kv_key);
+    if (!per_layer.ok()) return 0;
+    for (int64_t h : *per_layer)
+      if (h < 0 || __builtin_add_overflow(layer_heads, h, &layer_heads)) return 0;
+  } else if (__builtin_mul_overflow(layers, f.GetIntOr(kv_key, heads), &layer_heads)) {
+    return 0;
+  }
   const int64_t head_dim = f.GetIntOr(arch + ".attention.key_length", heads > 0 ? dim / heads : 0);
-  if (layers <= 0 || kv_heads <= 0 || head_dim <= 0) return 0;
+  if (layers <= 0 || layer_heads <= 0 || head_dim <= 0) return 0;
   // The values come from the file unchecked: a product beyond 2^63 is shown as 0 (unknown), not overflowed.
   int64_t b = 4;
-  for (int64_t f : {layers, kv_heads, head_dim})
+  for (int64_t f : {layer_heads, head_dim})
     if (__builtin_mul_overflow(b, f, &b)) return 0;
   return static_cast<uint64_t>(b);
 }

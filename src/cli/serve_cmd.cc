@@ -15,6 +15,7 @@
 #include "cli/serve_http.h"
 #include "cli/serve_scheduler.h"
 #include "cli/signals.h"
+#include "llm/speculative.h"
 
 namespace edgedecode::cli {
 namespace {
@@ -176,6 +177,9 @@ int ServeMain(int argc, char** argv) {
 
   auto w = LoadWeights(mo);
   if (!w.ok()) return Fail(cmd, w.status());
+  // Drafts are verified and rolled back in the slots' contexts: refused where the model cannot roll back.
+  if (so.spec.lookup > 0 || so.draft.on())
+    if (Status st = llm::SpeculativeSupported(w->model->config()); !st.ok()) return Fail(cmd, st);
   std::unique_ptr<llm::Model> draft_model;  // outlives the scheduler (declared before it)
   std::vector<std::unique_ptr<llm::Context>> drafts;
   auto ctxs = MakeContexts(mo, *w, so.parallel, so.draft, &draft_model, &drafts);

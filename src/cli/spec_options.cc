@@ -132,6 +132,7 @@ Status SpecOptions::CreateDraftContext(const llm::ContextParams& target_params) 
 }
 
 Status SpecOptions::Resolve(llm::Context& ctx, const std::vector<int32_t>& prompt, const tok::Tokenizer& tk, uint64_t seed) {
+  if (on()) ED_RETURN_IF_ERROR(llm::SpeculativeSupported(ctx.model().config()));
   if (self_spec_.on()) {
     const auto t0 = Clock::now();
     ED_RETURN_IF_ERROR(self_spec_.Resolve(ctx, prompt, tk));

@@ -13,6 +13,7 @@
 namespace edgedecode::llm {
 
 int LayerKvRows(const ModelConfig& c, int layer, int n_ctx, int n_batch) {
+  if (c.conv_layer(layer)) return 0;  // lfm2's short-convolution layers keep a state, not a cache
   if (!c.swa_layer(layer)) return n_ctx;
   // The first token of a batch of m sees the window before it while the batch's last token is written:
   // window + m - 1 positions live at once.
@@ -24,6 +25,11 @@ size_t KvCacheBytes(const ModelConfig& c, int n_ctx, GgmlType type_k, GgmlType t
   size_t rows = 0;
   for (int l = 0; l < c.n_layers; ++l) rows += static_cast<size_t>(LayerKvRows(c, l, n_ctx, n_batch));
   return rows * (RowBytes(type_k, c.kv_dim()) + RowBytes(type_v, c.kv_dim()));
+}
+
+size_t ConvStateBytes(const ModelConfig& c) {
+  if (!c.has_conv()) return 0;
+  return static_cast<size_t>(c.n_conv_layers()) * static_cast<size_t>(c.conv_l - 1) * static_cast<size_t>(c.dim) * sizeof(float);
 }
 
 Status CheckKvType(const ModelConfig& c, GgmlType t, const char* which) {
@@ -79,6 +85,12 @@ Context::Context(const Model& model, const ContextParams& params, int n_ctx, int
   }
   k_cache_.assign(k_bytes, 0);
   v_cache_.assign(v_bytes, 0);
+  size_t conv_floats = 0;
+  for (int l = 0; l < c.n_layers; ++l) {
+    conv_off_.push_back(conv_floats);
+    if (c.conv_layer(l)) conv_floats += static_cast<size_t>(c.conv_l - 1) * static_cast<size_t>(c.dim);
+  }
+  conv_state_.assign(conv_floats, 0.0f);
   // Auto: on for both quantized K types. 4-bit keys need it; for q8_0 keys it halves the KL
   // divergence on stories260K (0.0021 -> 0.0010 nats against f16 KV), at the cost of one
   // head_dim-point transform per key written and per query.
@@ -96,6 +108,7 @@ Context::Context(const Model& model, const ContextParams& params, int n_ctx, int
   up_.resize(sz.up);
   tmp_.resize(sz.tmp);
   logits_.resize(sz.logits);
+  bcx_.resize(sz.bcx);
 
   // RoPE angles, computed the way llama.cpp does (float, theta multiplied step by step) so that
   // greedy outputs match it: theta_i(p) = freq_scale * p * base^(-2i/n_rot) / freq_factor_i.
@@ -126,6 +139,7 @@ Context::Context(const Model& model, const ContextParams& params, int n_ctx, int
 
 int Context::min_truncate() const {
   const ModelConfig& c = model_.config();
+  if (c.has_conv()) return n_past_;  // the conv state holds only the last positions' inputs: no going back
   return ring_floor_ > 0 ? ring_floor_ + c.n_swa - 1 : 0;
 }
 
@@ -187,7 +201,8 @@ Status Context::CheckLogits(int p_start) {
     // The positions of this call are dropped (as if it failed before running) and the weights are scanned in
     // full to say where the NaN came from: a pass over the model, paid only on this failure.
     const int pos = n_past_ - n_logit_rows_ + r;
-    n_past_ = p_start;
+    // A conv state (lfm2) has already taken the dropped positions: nothing of the sequence is kept then.
+    n_past_ = model_.config().has_conv() ? 0 : p_start;
     n_logit_rows_ = 0;
     const Status weights = model_.CheckWeights(true);
     return Corrupt("the logits at position " + std::to_string(pos) + " are NaN or Inf: " +
@@ -469,6 +484,47 @@ void Context::RopeAndWriteKv(int layer, const LayerWeights& L, int m) {
   ProfEnd(Op::kKvWrite, t0, [&] { return write_bytes; });
 }
 
+// y = c * conv(b * x) per row, the causal depthwise convolution over the row's context's state (the inputs of
+// its last conv_l - 1 positions) and its own input, as llama.cpp's ggml_ssm_conv sums it: taps oldest first,
+// in float. Rows run in order (a sequence's rows are consecutive positions), so each reads the state its
+// previous row left; the channels are independent and split between the threads. Every loop runs over
+// contiguous channels (the kernel is stored tap-major) and vectorizes.
+void Context::ShortConv(int layer, const LayerWeights& L, int m) {
+  const ModelConfig& c = model_.config();
+  const int64_t dim = c.dim;
+  const int keep = c.conv_l - 1;
+  const size_t l = static_cast<size_t>(layer);
+  const uint64_t t0 = ProfBegin(Op::kShortConv);
+  auto channels = [&](int64_t ch0, int64_t ch1, int) {
+    const int64_t n = ch1 - ch0;
+    const float* __restrict w_last = L.conv.data() + static_cast<size_t>(keep) * dim + ch0;
+    for (int i = 0; i < m; ++i) {
+      const RowAt& r = rows_at_[static_cast<size_t>(i)];
+      float* st = r.seq->conv_state_.data() + r.seq->conv_off_[l] + ch0;
+      if (r.pos == 0)  // a new sequence: nothing before it
+        for (int k = 0; k < keep; ++k) std::fill(st + k * dim, st + k * dim + n, 0.0f);
+      const float* __restrict b = bcx_.data() + static_cast<size_t>(i) * 3 * dim + ch0;
+      const float* __restrict gc = b + dim;
+      float* __restrict bx = const_cast<float*>(b) + 2 * dim;  // x, turned into b * x in place
+      float* __restrict y = xb_.data() + static_cast<size_t>(i) * dim + ch0;
+      for (int64_t j = 0; j < n; ++j) bx[j] = b[j] * bx[j];
+      std::fill(y, y + n, 0.0f);
+      for (int k = 0; k < keep; ++k) {
+        const float* __restrict w = L.conv.data() + static_cast<size_t>(k) * dim + ch0;
+        const float* __restrict s = st + k * dim;
+        for (int64_t j = 0; j < n; ++j) y[j] += w[j] * s[j];
+      }
+      for (int64_t j = 0; j < n; ++j) y[j] = gc[j] * (y[j] + w_last[j] * bx[j]);
+      for (int k = 0; k + 1 < keep; ++k) std::memcpy(st + k * dim, st + (k + 1) * dim, sizeof(float) * n);
+      std::memcpy(st + (keep - 1) * dim, bx, sizeof(float) * n);
+    }
+  };
+  // Small passes (decode: one row of a few thousand multiply-adds) stay on this thread.
+  if (static_cast<int64_t>(m) * dim * c.conv_l < (1 << 16)) channels(0, dim, 0);
+  else pool_.ParallelFor(dim, 64, channels);
+  ProfEnd(Op::kShortConv, t0, [&] { return static_cast<uint64_t>(m) * dim * (3 * 4 + 4 + 2 * keep * 4); });
+}
+
 void Context::EvalBatch(const int32_t* tokens, int m, bool all_logits) {
   rows_at_.resize(static_cast<size_t>(m));
   for (int i = 0; i < m; ++i) rows_at_[static_cast<size_t>(i)] = {this, n_past_ + i};
@@ -483,7 +539,8 @@ void Context::EvalBatch(const int32_t* tokens, int m, bool all_logits) {
 
 void Context::AdvanceRingFloor() {
   for (size_t l = 0; l < layer_rows_.size(); ++l)
-    if (layer_rows_[l] < n_ctx_) ring_floor_ = std::max(ring_floor_, n_past_ - layer_rows_[l]);
+    if (layer_rows_[l] > 0 && layer_rows_[l] < n_ctx_)  // a ring (a conv layer's 0 rows are no cache)
+      ring_floor_ = std::max(ring_floor_, n_past_ - layer_rows_[l]);
 }
 
 void Context::Forward(const int32_t* tokens, int m, std::span<const int> out_rows) {
@@ -518,6 +575,18 @@ void Context::Forward(const int32_t* tokens, int m, std::span<const int> out_row
   for (int l = 0; l < c.n_layers; ++l) {
     if (!skip_.empty() && skip_[static_cast<size_t>(l)]) continue;  // a self-speculative draft pass
     const LayerWeights& L = model_.layers()[static_cast<size_t>(l)];
+    if (c.conv_layer(l)) {  // lfm2's short-convolution block in place of attention
+      NormQuantize(x_.data(), L.attn_norm, m, xb_.data(), L.in_proj.type, Op::kAttnNormQuant, Op::kAttnNorm);
+      t0 = ProfBegin(Op::kConvInProj);
+      MatMuls({{&L.in_proj, bcx_.data()}}, m);
+      ProfEnd(Op::kConvInProj, t0, [&] { return matmul_bytes(L.in_proj, m); });
+      ShortConv(l, L, m);
+      Quantize(xb_.data(), m, L.out_proj.type, dim);
+      t0 = ProfBegin(Op::kConvOutProj);
+      MatMuls({{&L.out_proj, tmp_.data(), residual_to}}, m);
+      ProfEnd(Op::kConvOutProj, t0, [&] { return matmul_bytes(L.out_proj, m) + residual_bytes; });
+      if (residual_to == nullptr) residual();
+    } else {
     // Attention block.
     NormQuantize(x_.data(), L.attn_norm, m, xb_.data(), L.wq.type, Op::kAttnNormQuant, Op::kAttnNorm);
     Qkv(L, m);
@@ -537,6 +606,7 @@ void Context::Forward(const int32_t* tokens, int m, std::span<const int> out_row
     ProfEnd(Op::kWo, t0, [&] { return matmul_bytes(L.wo, m) + residual_bytes; });
     if (c.gemma) PostNormResidual(L.attn_post_norm, m);
     else if (residual_to == nullptr) residual();
+    }
 
     // Feed-forward block: down(silu(gate(x)) * up(x)).
     NormQuantize(x_.data(), L.ffn_norm, m, xb_.data(), L.w_gate.type, Op::kFfnNormQuant, Op::kFfnNorm);
@@ -589,6 +659,7 @@ void Context::SetProfiler(Profiler* p) {
   auto matmul = [&](const Weight LayerWeights::*w) {
     std::string k;
     for (const LayerWeights& L : model_.layers()) {
+      if ((L.*w).data == nullptr) continue;  // lfm2: a conv layer's attention matrices, an attention layer's conv ones
       const std::string n = kernel_of(L.*w);
       if (k.empty()) k = n;
       else if (k.find(n) == std::string::npos) k += " | " + n;
@@ -608,8 +679,13 @@ void Context::SetProfiler(Profiler* p) {
   p->SetKernel(Op::kSiluMul, silu);
   p->SetKernel(Op::kDown, matmul(&LayerWeights::w_down) + plus_residual);
   p->SetKernel(Op::kOutput, kernel_of(model_.output()));
+  if (c.has_conv()) {
+    p->SetKernel(Op::kConvInProj, matmul(&LayerWeights::in_proj));
+    p->SetKernel(Op::kShortConv, "gated depthwise conv of " + std::to_string(c.conv_l) + " taps (compiler-vectorized)");
+    p->SetKernel(Op::kConvOutProj, matmul(&LayerWeights::out_proj) + plus_residual);
+  }
   // What the activations become for the layers' weight type (Activations::Fill).
-  const GgmlType wt = L0.wq.type;
+  const GgmlType wt = (L0.wq.data != nullptr ? L0.wq : L0.in_proj).type;  // lfm2: layer 0 may be a conv layer
   const std::string quant = wt == GgmlType::kF32 ? "float copy" : kernels::ActivationQuantizerName(isa, wt, c.dim);
   p->SetKernel(Op::kQuantize, quant);
   const std::string norm = kernels::RmsNormName(isa) + " norm";

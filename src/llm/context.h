@@ -45,11 +45,14 @@ struct ContextParams {
 
 // Rows (positions) layer `layer`'s KV cache holds in a context of n_ctx positions evaluated in batches of up
 // to n_batch tokens: n_ctx, but a sliding-window layer keeps only a ring of min(n_ctx, n_swa + n_batch - 1)
-// (each token of a batch sees the window before it).
+// (each token of a batch sees the window before it), and a short-convolution layer (lfm2) none.
 int LayerKvRows(const ModelConfig& c, int layer, int n_ctx, int n_batch);
 // Bytes the KV cache of a context takes: 2 x the layers' rows (LayerKvRows) x row bytes of (kv_heads x head_dim).
 // With n_batch 1 and n_ctx a depth: the bytes a decode step reads at that depth.
 size_t KvCacheBytes(const ModelConfig& c, int n_ctx, GgmlType type_k, GgmlType type_v, int n_batch);
+// Bytes of one sequence's short-convolution state (lfm2): per conv layer the last conv_l - 1 inputs of the
+// convolution (rows of dim floats); 0 for models without conv layers.
+size_t ConvStateBytes(const ModelConfig& c);
 // Whether a type can hold a KV row of this model (block size divides kv_dim).
 Status CheckKvType(const ModelConfig& c, GgmlType t, const char* which);
 
@@ -114,14 +117,16 @@ class Context {
   // Drops positions >= n from the cache (used to roll back speculative tokens). Sliding-window layers keep
   // only the last window + batch - 1 positions (a ring): a roll back below min_truncate() would need
   // positions already overwritten, so it drops everything instead (n_past() becomes 0; callers that keep
-  // a prefix ask min_truncate() first). Within a batch of the end (a speculative verify) it always holds.
+  // a prefix ask min_truncate() first). Within a batch of the end (a speculative verify) it always holds --
+  // except for models with short-convolution layers (lfm2), whose state cannot go back: there
+  // min_truncate() is n_past() and any roll back drops everything.
   void Truncate(int n) {
     if (n >= n_past_) return;
     n_past_ = n >= min_truncate() ? n : 0;
     if (n_past_ == 0) ring_floor_ = 0;
   }
   // The lowest n to which Truncate keeps a prefix: 0 without sliding-window rings, else the position from
-  // which every ring still holds the window before it.
+  // which every ring still holds the window before it; n_past() for models with short-convolution layers.
   int min_truncate() const;
   void Reset() { n_past_ = 0; ring_floor_ = 0; tree_base_ = -1; }
 
@@ -194,6 +199,9 @@ class Context {
   // gemma: x += RMSNorm(tmp) * w, row by row (the attention or FFN output normed before its residual add).
   void PostNormResidual(const std::vector<float>& w, int m);
   void RopeAndWriteKv(int layer, const LayerWeights& L, int m);
+  // lfm2's short-convolution layer after in_proj (bcx_): per row y = c * conv(b * x) into xb_, each row with
+  // its own context's state (rows_at_), which it then advances by one row.
+  void ShortConv(int layer, const LayerWeights& L, int m);
   void RmsNormRow(const float* x, const std::vector<float>& w, float* out) const;
   void RmsNorm(const float* x, const std::vector<float>& w, int m, float* out) const;
   // swa: the sliding-window layers' angles (their own base), where the model has such layers.
@@ -303,6 +311,11 @@ class Context {
   std::vector<float> up_;     // (n_batch, ffn_dim)
   std::vector<float> tmp_;    // (n_batch, dim)
   std::vector<float> logits_; // (n_batch or 1, n_vocab)
+  std::vector<float> bcx_;    // (n_batch, 3 x dim) lfm2: in_proj's b, c and x; empty without conv layers
+  // lfm2: per conv layer l, (conv_l - 1, dim) at conv_off_[l]: the convolution inputs (b * x) of the last
+  // conv_l - 1 positions, oldest first (zeros before position 0: a row at position 0 clears it).
+  std::vector<float> conv_state_;
+  std::vector<size_t> conv_off_;
   std::vector<float> rope_cos_, rope_sin_;  // (n_ctx, n_rot/2)
   std::vector<float> rope_cos_swa_, rope_sin_swa_;  // the same with rope_base_swa; empty without sliding layers
   std::vector<RowAt> rows_at_;  // (n_batch) the rows of the pass being run

@@ -43,6 +43,7 @@ ScratchSizes ComputeScratch(const ModelConfig& c, int n_ctx, int n_batch, bool h
   s.k = s.v = nb * c.kv_dim();
   s.gate = s.up = nb * c.ffn_dim;
   s.logits = nb * c.n_vocab;
+  s.bcx = c.has_conv() ? nb * 3 * static_cast<size_t>(c.dim) : 0;
   s.rope = (c.n_swa > 0 ? 4 : 2) * static_cast<size_t>(n_ctx) * (c.n_rot / 2);  // a second table for sliding layers
   const size_t kmax = static_cast<size_t>(std::max({c.dim, c.q_dim(), c.ffn_dim}));
   // Float copy (4 B/elem) and the q8 form (1 B + 4/32 d + 4/32 d*sum + 2/16 block sums = 1.375 B/elem);
@@ -113,7 +114,7 @@ MemoryPlan PlanWith(const Model& model, const PlanParams& p, MemoryItem weights,
   uint64_t small = 0;
   for (const LayerWeights& L : model.layers())
     small += (L.attn_norm.size() + L.ffn_norm.size() + L.attn_post_norm.size() + L.ffn_post_norm.size() + L.bq.size() + L.bk.size() + L.bv.size() + L.q_norm.size() +
-              L.k_norm.size()) * sizeof(float);
+              L.k_norm.size() + L.conv.size()) * sizeof(float);
   small += (model.output_norm().size() + model.rope_factor_floats()) * sizeof(float);
   plan.items.push_back({"norms and biases (f32 copies)", small, "1-D tensors converted at load"});
   const uint64_t kv = KvCacheBytes(c, p.n_ctx, p.type_k, p.type_v, p.n_batch) * static_cast<uint64_t>(p.n_seqs);
@@ -121,17 +122,24 @@ MemoryPlan PlanWith(const Model& model, const PlanParams& p, MemoryItem weights,
   int n_ring = 0, ring_rows = 0;
   for (int l = 0; l < c.n_layers; ++l) {
     const int rows = LayerKvRows(c, l, p.n_ctx, p.n_batch);
-    if (rows < p.n_ctx) ++n_ring, ring_rows = rows;
+    if (rows > 0 && rows < p.n_ctx) ++n_ring, ring_rows = rows;  // a conv layer (lfm2) keeps no rows
   }
   const std::string heads = std::to_string(c.n_kv_heads) + " kv heads x " + std::to_string(c.head_dim) + " head dim x ";
+  const std::string layers = c.has_conv() ? std::to_string(c.n_layers - c.n_conv_layers()) + " attention layers (of " +
+                                                 std::to_string(c.n_layers) + ")"
+                                           : std::to_string(c.n_layers) + " layers";
   const std::string shape =
-      n_ring == 0 ? std::to_string(c.n_layers) + " layers x " + heads + std::to_string(p.n_ctx) + " ctx"
+      n_ring == 0 ? layers + " x " + heads + std::to_string(p.n_ctx) + " ctx"
                   : "(" + std::to_string(c.n_layers - n_ring) + " global layers x " + std::to_string(p.n_ctx) + " ctx + " +
                         std::to_string(n_ring) + " sliding-window layers x a ring of " + std::to_string(ring_rows) + ") x " +
                         heads.substr(0, heads.size() - 3);
   plan.items.push_back({"KV cache", kv,
                         "2 x " + shape + " x " + std::to_string(p.n_seqs) + " seqs, K " + TypeName(static_cast<uint32_t>(p.type_k)) +
                             " / V " + TypeName(static_cast<uint32_t>(p.type_v)) + " (block scales included)"});
+  if (c.has_conv())  // lfm2: the short-convolution layers' state, per sequence
+    plan.items.push_back({"conv state", ConvStateBytes(c) * static_cast<uint64_t>(p.n_seqs),
+                          std::to_string(c.n_conv_layers()) + " conv layers x " + std::to_string(c.conv_l - 1) + " rows x " +
+                              std::to_string(c.dim) + " dim x f32 x " + std::to_string(p.n_seqs) + " seqs"});
   ScratchSizes s = ComputeScratch(c, p.n_ctx, p.n_batch, half_matrices, q4_0_matrices);
   plan.items.push_back({"activations and scratch", s.bytes() * static_cast<uint64_t>(p.n_seqs),
                         "batch " + std::to_string(std::min(p.n_batch, p.n_ctx)) + ": residual, q/k/v, ffn, logits (" +

@@ -16,13 +16,14 @@ namespace edgedecode::llm {
 // Float counts of the Context's scratch buffers for batches of up to n_batch tokens.
 struct ScratchSizes {
   size_t x = 0, xb = 0, q = 0, k = 0, v = 0, att = 0, gate = 0, up = 0, tmp = 0, logits = 0, rope = 0;
+  size_t bcx = 0;  // lfm2: the short-convolution layers' in_proj output (n_batch, 3 x dim); 0 without them
   // The kernels' prepared activations (kernels::Activations) at their largest: float copy + int8 +
   // per-block scales (+ a 16-bit copy with f16 / bf16 matrices; + the q4_0 block sums and the
   // 8-column interleaved copy with q4_0 matrices), for the widest input (max of dim,
   // q_dim, ffn_dim) over n_batch rows.
   size_t activation_bytes = 0;
   size_t bytes() const {
-    return (x + xb + q + k + v + att + gate + up + tmp + logits + rope) * sizeof(float) + activation_bytes;
+    return (x + xb + q + k + v + att + gate + up + tmp + logits + rope + bcx) * sizeof(float) + activation_bytes;
   }
 };
 // half_matrices: some layer or output matrix is f16 or bf16 (HasHalfMatrices); q4_0_matrices: some is

@@ -16,11 +16,13 @@
 namespace edgedecode::llm {
 namespace {
 
-const char* kSupported = "llama, qwen2, qwen3, smollm3, phi3, gemma3, gemma2";
+const char* kSupported = "llama, qwen2, qwen3, smollm3, phi3, gemma3, gemma2, lfm2";
 constexpr int64_t kMaxDim = int64_t{1} << 24;      // embedding, ffn and q widths, block count
 constexpr int64_t kMaxContext = int64_t{1} << 30;  // trained context length
 constexpr uint64_t kTensorsPerBlock = 9;           // attn_norm, q, k, v, output, ffn_norm, gate, up, down
+constexpr uint64_t kLfm2TensorsPerBlock = 8;       // a conv layer: attn_norm, conv, in_proj, out_proj, ffn_norm, gate, up, down
 constexpr uint64_t kPhi3TensorsPerBlock = 6;       // attn_norm, qkv, output, ffn_norm, up (gate and up), down
+constexpr int64_t kMaxConvL = 64;                  // lfm2's shortconv.l_cache (3 in every released model)
 
 // A fused matrix (phi3's attn_qkv, its ffn_up holding gate and up) as views of consecutive row ranges: each
 // part is a matrix of its own to the kernels and to RepackForKernels, and keeps the file tensor's name.
@@ -74,6 +76,51 @@ Status GemmaConfig(const gguf::File& f, ModelConfig* c) {
   return Status::Ok();
 }
 
+// lfm2's layer pattern, read as llama.cpp reads it (llama_model_lfm2::load_arch_hparams): the converter writes
+// {arch}.attention.head_count_kv as one value per layer, 0 for a short-convolution layer; the attention layers
+// must agree on one count (the cache has one row size). shortconv.l_cache (the kernel length) is required.
+// Sliding-window attention (attention.sliding_window > 0) and the bidirectional embedding variant
+// (attention.causal false) are refused: this runtime generates text with causal, full attention.
+Status Lfm2Config(const gguf::File& f, ModelConfig* c) {
+  const std::string a = c->arch + ".";
+  const std::string kv_key = a + "attention.head_count_kv";
+  c->conv_layers.assign(static_cast<size_t>(c->n_layers), false);
+  const gguf::Value* kv = f.Find(kv_key);
+  if (kv != nullptr && kv->type == gguf::ValueType::kArray) {
+    ED_ASSIGN_OR_RETURN(std::vector<int64_t> per_layer, f.GetIntArray(kv_key));
+    if (per_layer.size() != static_cast<size_t>(c->n_layers))
+      return Corrupt("metadata '" + kv_key + "' has " + std::to_string(per_layer.size()) + " entries, block_count is " +
+                     std::to_string(c->n_layers));
+    int64_t heads = 0;
+    for (size_t l = 0; l < per_layer.size(); ++l) {
+      const int64_t h = per_layer[l];
+      if (h < 0 || h > c->n_heads)
+        return Corrupt("metadata '" + kv_key + "' entry " + std::to_string(l) + " is " + std::to_string(h) +
+                       " (expected 0 for a conv layer, or 1 to head_count " + std::to_string(c->n_heads) + ")");
+      if (h == 0) {
+        c->conv_layers[l] = true;
+      } else if (heads != 0 && h != heads) {
+        return Unsupported("metadata '" + kv_key + "': attention layers with different KV head counts (" +
+                           std::to_string(heads) + " and " + std::to_string(h) + ") are not supported");
+      } else {
+        heads = h;
+      }
+    }
+    c->n_kv_heads = static_cast<int>(heads > 0 ? heads : c->n_heads);  // all conv: the count is never used
+  }
+  ED_ASSIGN_OR_RETURN(int64_t l_cache, f.GetInt(a + "shortconv.l_cache"));
+  if (l_cache < 2 || l_cache > kMaxConvL)
+    return Corrupt("metadata '" + a + "shortconv.l_cache' has an invalid value " + std::to_string(l_cache) +
+                   " (expected 2 to " + std::to_string(kMaxConvL) + ")");
+  c->conv_l = static_cast<int>(l_cache);
+  if (f.GetIntOr(a + "attention.sliding_window", 0) > 0)
+    return Unsupported("lfm2 with sliding-window attention ('" + a + "attention.sliding_window') is not supported");
+  if (const gguf::Value* causal = f.Find(a + "attention.causal"); causal != nullptr && causal->as_int() == 0)
+    return Unsupported("lfm2 with bidirectional attention ('" + a + "attention.causal' false: an embedding model) is not supported");
+  c->qk_norm = true;
+  return Status::Ok();
+}
+
 // Prefixes the file name unless the message already starts with it (the gguf getters name the file).
 Status WithPath(const Status& st, const std::string& path) {
   if (st.ok() || st.message().rfind(path + ": ", 0) == 0) return st;
@@ -95,7 +142,7 @@ Status Model::Init(bool load_tokenizer) {
   const gguf::File& f = *file_;
   ED_ASSIGN_OR_RETURN(cfg_.arch, f.GetString("general.architecture"));
   if (cfg_.arch != "llama" && cfg_.arch != "qwen2" && cfg_.arch != "qwen3" && cfg_.arch != "smollm3" &&
-      cfg_.arch != "phi3" && cfg_.arch != "gemma3" && cfg_.arch != "gemma2")
+      cfg_.arch != "phi3" && cfg_.arch != "gemma3" && cfg_.arch != "gemma2" && cfg_.arch != "lfm2")
     return Unsupported("architecture '" + cfg_.arch + "' is not supported (supported: " + kSupported + ")");
   const std::string a = cfg_.arch + ".";
   cfg_.name = f.GetStringOr("general.name", "");
@@ -120,7 +167,15 @@ Status Model::Init(bool load_tokenizer) {
   ED_RETURN_IF_ERROR(need(a + "feed_forward_length", &cfg_.ffn_dim));
   ED_RETURN_IF_ERROR(need(a + "attention.head_count", &cfg_.n_heads));
   ED_RETURN_IF_ERROR(opt(a + "context_length", 2048, 1, kMaxContext, &cfg_.n_ctx_train));
-  ED_RETURN_IF_ERROR(opt(a + "attention.head_count_kv", cfg_.n_heads, 1, cfg_.n_heads, &cfg_.n_kv_heads));
+  const bool lfm2 = cfg_.arch == "lfm2";
+  if (lfm2) {  // a per-layer array (GetIntOr gives the default for it)
+    cfg_.n_kv_heads = cfg_.n_heads;
+    if (const gguf::Value* kv = f.Find(a + "attention.head_count_kv"); kv == nullptr || kv->type != gguf::ValueType::kArray)
+      ED_RETURN_IF_ERROR(opt(a + "attention.head_count_kv", cfg_.n_heads, 1, cfg_.n_heads, &cfg_.n_kv_heads));
+    ED_RETURN_IF_ERROR(Lfm2Config(f, &cfg_));
+  } else {
+    ED_RETURN_IF_ERROR(opt(a + "attention.head_count_kv", cfg_.n_heads, 1, cfg_.n_heads, &cfg_.n_kv_heads));
+  }
   if (cfg_.n_heads % cfg_.n_kv_heads != 0)
     return Corrupt("head_count " + std::to_string(cfg_.n_heads) + " is not a multiple of head_count_kv " +
                    std::to_string(cfg_.n_kv_heads));
@@ -164,7 +219,7 @@ Status Model::Init(bool load_tokenizer) {
                    " (expected more than 0 and at most 100)");
   cfg_.rope_attn_factor = static_cast<float>(attn_factor);
   cfg_.qkv_bias = cfg_.arch == "qwen2";
-  cfg_.qk_norm = cfg_.arch == "qwen3";
+  cfg_.qk_norm = cfg_.arch == "qwen3" || lfm2;
   cfg_.attn_scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
   if (cfg_.arch == "gemma3" || cfg_.arch == "gemma2") ED_RETURN_IF_ERROR(GemmaConfig(f, &cfg_));
 
@@ -210,23 +265,9 @@ Status Model::Init(bool load_tokenizer) {
   };
 
   const int64_t dim = cfg_.dim, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), ffn = cfg_.ffn_dim;
-  ED_RETURN_IF_ERROR(weight("token_embd.weight", dim, 0, &token_embd_));
-  if (token_embd_.rows > static_cast<int64_t>(tok::kMaxVocab))
-    return Corrupt("tensor 'token_embd.weight' has " + std::to_string(token_embd_.rows) + " rows, more than the limit of " +
-                   std::to_string(tok::kMaxVocab) + " tokens");
-  cfg_.n_vocab = static_cast<int>(token_embd_.rows);
-  // Each block has at least kTensorsPerBlock tensors: a block count the file cannot hold is refused before
-  // anything is sized by it.
-  const uint64_t per_block = phi3 ? kPhi3TensorsPerBlock : kTensorsPerBlock;
-  if (static_cast<uint64_t>(cfg_.n_layers) * per_block > f.tensors().size())
-    return Corrupt("metadata '" + a + "block_count' is " + std::to_string(cfg_.n_layers) + " but the file has " +
-                   std::to_string(f.tensors().size()) + " tensors (each block needs at least " +
-                   std::to_string(per_block) + ")");
-  layers_.resize(static_cast<size_t>(cfg_.n_layers));
-  for (int l = 0; l < cfg_.n_layers; ++l) {
-    LayerWeights& L = layers_[static_cast<size_t>(l)];
-    const std::string p = "blk." + std::to_string(l) + ".";
-    ED_RETURN_IF_ERROR(vec(p + "attn_norm.weight", dim, &L.attn_norm, true));
+  // A layer's attention matrices (phi3: one fused QKV matrix), biases and q/k norms.
+  auto attention_weights = [&](const std::string& p, bool phi3, LayerWeights* Lp) -> Status {
+    LayerWeights& L = *Lp;
     // phi3 stores q, k and v as one matrix (rows q, then k, then v); llama.cpp also takes them apart.
     if (phi3 && (f.FindTensor(p + "attn_qkv.weight") != nullptr || f.FindTensor(p + "attn_q.weight") == nullptr)) {
       Weight qkv;
@@ -245,6 +286,52 @@ Status Model::Init(bool load_tokenizer) {
       ED_RETURN_IF_ERROR(vec(p + "attn_q_norm.weight", cfg_.head_dim, &L.q_norm, true));
       ED_RETURN_IF_ERROR(vec(p + "attn_k_norm.weight", cfg_.head_dim, &L.k_norm, true));
     }
+    return Status::Ok();
+  };
+  // lfm2's short-convolution layer: in_proj (dim -> b, c, x), the depthwise kernel (conv_l x dim as ggml lists
+  // its dims: dim rows of conv_l taps), out_proj.
+  auto shortconv_weights = [&](const std::string& p, LayerWeights* L) -> Status {
+    ED_RETURN_IF_ERROR(weight(p + "shortconv.in_proj.weight", dim, 3 * dim, &L->in_proj));
+    ED_RETURN_IF_ERROR(weight(p + "shortconv.out_proj.weight", dim, dim, &L->out_proj));
+    const std::string name = p + "shortconv.conv.weight";
+    const int64_t taps = cfg_.conv_l;
+    const std::string want = std::to_string(taps) + "x" + std::to_string(dim);
+    const gguf::TensorInfo* t = f.FindTensor(name);
+    if (!t) return NotFound("required tensor '" + name + "' is missing (the architecture needs " + want + ")");
+    if (t->dims.size() != 2 || t->dims[0] != taps || t->dims[1] != dim) {
+      std::string shape;
+      for (size_t i = 0; i < t->dims.size(); ++i) shape += (i > 0 ? "x" : "") + std::to_string(t->dims[i]);
+      return Corrupt("tensor '" + name + "' has shape " + shape + ", the architecture needs " + want);
+    }
+    std::vector<float> rows;  // dim rows of `taps`, as stored
+    ED_RETURN_IF_ERROR(vec(name, taps * dim, &rows, true));
+    L->conv.resize(rows.size());
+    for (int64_t ch = 0; ch < dim; ++ch)
+      for (int64_t k = 0; k < taps; ++k) L->conv[static_cast<size_t>(k * dim + ch)] = rows[static_cast<size_t>(ch * taps + k)];
+    return Status::Ok();
+  };
+  ED_RETURN_IF_ERROR(weight("token_embd.weight", dim, 0, &token_embd_));
+  if (token_embd_.rows > static_cast<int64_t>(tok::kMaxVocab))
+    return Corrupt("tensor 'token_embd.weight' has " + std::to_string(token_embd_.rows) + " rows, more than the limit of " +
+                   std::to_string(tok::kMaxVocab) + " tokens");
+  cfg_.n_vocab = static_cast<int>(token_embd_.rows);
+  // Each block has at least kTensorsPerBlock tensors: a block count the file cannot hold is refused before
+  // anything is sized by it.
+  const uint64_t per_block = phi3 ? kPhi3TensorsPerBlock : lfm2 ? kLfm2TensorsPerBlock : kTensorsPerBlock;
+  if (static_cast<uint64_t>(cfg_.n_layers) * per_block > f.tensors().size())
+    return Corrupt("metadata '" + a + "block_count' is " + std::to_string(cfg_.n_layers) + " but the file has " +
+                   std::to_string(f.tensors().size()) + " tensors (each block needs at least " +
+                   std::to_string(per_block) + ")");
+  layers_.resize(static_cast<size_t>(cfg_.n_layers));
+  for (int l = 0; l < cfg_.n_layers; ++l) {
+    LayerWeights& L = layers_[static_cast<size_t>(l)];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    ED_RETURN_IF_ERROR(vec(p + "attn_norm.weight", dim, &L.attn_norm, true));
+    if (cfg_.conv_layer(l)) {
+      ED_RETURN_IF_ERROR(shortconv_weights(p, &L));
+    } else {
+      ED_RETURN_IF_ERROR(attention_weights(p, phi3, &L));
+    }
     ED_RETURN_IF_ERROR(vec(p + "ffn_norm.weight", dim, &L.ffn_norm, true));
     if (cfg_.gemma) {
       ED_RETURN_IF_ERROR(vec(p + "post_attention_norm.weight", dim, &L.attn_post_norm, true));
@@ -260,7 +347,8 @@ Status Model::Init(bool load_tokenizer) {
     }
     ED_RETURN_IF_ERROR(weight(p + "ffn_down.weight", ffn, dim, &L.w_down));
   }
-  ED_RETURN_IF_ERROR(vec("output_norm.weight", dim, &output_norm_, true));
+  // lfm2's final norm is written as token_embd_norm.weight (llama.cpp's LLM_TENSOR_OUTPUT_NORM_LFM2).
+  ED_RETURN_IF_ERROR(vec(lfm2 ? "token_embd_norm.weight" : "output_norm.weight", dim, &output_norm_, true));
   if (f.FindTensor("output.weight")) {
     ED_RETURN_IF_ERROR(weight("output.weight", dim, cfg_.n_vocab, &output_));
   } else {
@@ -333,7 +421,7 @@ size_t Model::weight_bytes() const {
   // Norms and biases (float copies of small tensors).
   for (const LayerWeights& L : layers_)
     n += (L.attn_norm.size() + L.ffn_norm.size() + L.attn_post_norm.size() + L.ffn_post_norm.size() + L.bq.size() + L.bk.size() + L.bv.size() + L.q_norm.size() +
-          L.k_norm.size()) * 4;
+          L.k_norm.size() + L.conv.size()) * 4;
   return n + output_norm_.size() * 4;
 }
 
@@ -362,7 +450,8 @@ size_t Model::RepackForKernels(kernels::Isa isa) {
   // half of qwen3-0.6b q4_0's decode step (4.7 GB/s against the layers' 15).
   std::vector<Weight*> ws;
   for (LayerWeights& L : layers_)
-    for (Weight* x : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) ws.push_back(x);
+    for (Weight* x : {&L.wq, &L.wk, &L.wv, &L.wo, &L.in_proj, &L.out_proj, &L.w_gate, &L.w_up, &L.w_down})
+      if (x->data != nullptr) ws.push_back(x);  // a conv layer has no attention matrices, an attention layer no conv ones
   ws.push_back(&output_);
   auto packs = [&](const Weight& w) { return kernels::CanPack(isa, w.type, w.rows, w.cols); };
   auto bytes = [&](const Weight& w) { return packs(w) ? kernels::PackedBytes(w.type, w.rows, w.cols) : w.nbytes(); };
@@ -397,7 +486,8 @@ std::vector<const Weight*> Model::all_weights() const {
   std::vector<const Weight*> w;
   w.push_back(&token_embd_);
   for (const LayerWeights& L : layers_) {
-    for (const Weight* x : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) w.push_back(x);
+    for (const Weight* x : {&L.wq, &L.wk, &L.wv, &L.wo, &L.in_proj, &L.out_proj, &L.w_gate, &L.w_up, &L.w_down})
+      if (x->data != nullptr) w.push_back(x);
   }
   if (!cfg_.tied_embeddings) w.push_back(&output_);
   return w;

@@ -6,6 +6,9 @@
 // `gemma3` (embeddings scaled by sqrt(dim), norms after attention and FFN too, Q/K RMSNorm, GELU-gated FFN,
 // sliding-window layers interleaved with global ones) and `gemma2` (as gemma3 without the q/k norm, with
 // soft-capped attention scores and logits, every other layer sliding).
+// `lfm2` (LiquidAI LFM2): attention layers (qwen3-like q/k RMSNorm, NEOX RoPE) interleaved with gated short
+// convolution layers, whose per-sequence state is the last conv_l - 1 inputs of the convolution (see
+// Context::ShortConv); {arch}.attention.head_count_kv is then a per-layer array, 0 marking a conv layer.
 //
 // Ownership: a Model owns its gguf::File; weight pointers point into the file's mapping (weights are
 // never copied; small 1-D tensors are converted to float at load). Immutable after Load and safe to
@@ -29,7 +32,7 @@ namespace edgedecode::llm {
 enum class RopeStyle { kNorm, kNeox };  // kNorm: adjacent pairs (2i, 2i+1); kNeox: (i, i + n_rot/2)
 
 struct ModelConfig {
-  std::string arch;         // "llama" | "qwen2" | "qwen3" | "smollm3" | "phi3" | "gemma3" | "gemma2"
+  std::string arch;         // "llama" | "qwen2" | "qwen3" | "smollm3" | "phi3" | "gemma3" | "gemma2" | "lfm2"
   std::string name;         // general.name
   int n_vocab = 0;
   int n_ctx_train = 0;      // {arch}.context_length
@@ -70,6 +73,18 @@ struct ModelConfig {
   float final_logit_softcap = 0;  // > 0: logits = cap * tanh(logits / cap)
   float attn_logit_softcap = 0;   // > 0 (gemma2): each scaled score s = cap * tanh(s / cap) before the softmax
 
+  // lfm2: conv_layers[l] marks a short-convolution layer (no attention, no KV cache); empty: none.
+  // conv_l: the convolution's kernel length ({arch}.shortconv.l_cache); its state holds conv_l - 1 rows.
+  std::vector<bool> conv_layers;
+  int conv_l = 0;
+  bool conv_layer(int l) const { return !conv_layers.empty() && conv_layers[static_cast<size_t>(l)]; }
+  int n_conv_layers() const {
+    int n = 0;
+    for (bool b : conv_layers) n += b ? 1 : 0;
+    return n;
+  }
+  bool has_conv() const { return n_conv_layers() > 0; }
+
   bool swa_layer(int l) const { return n_swa > 0 && (swa_period <= 0 || l % swa_period < swa_period - 1); }
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
@@ -101,6 +116,12 @@ struct LayerWeights {
   Weight w_gate;                 // (ffn_dim, dim)
   Weight w_up;                   // (ffn_dim, dim)
   Weight w_down;                 // (dim, ffn_dim)
+  // lfm2 conv layers (wq, wk, wv, wo, q_norm and k_norm then stay empty): in_proj (3 dim rows: b, c, x),
+  // the depthwise kernel transposed to conv[k * dim + channel] (conv_l x dim; the file stores dim rows of
+  // conv_l), out_proj (dim, dim).
+  Weight in_proj;
+  Weight out_proj;
+  std::vector<float> conv;
 };
 
 class Model {

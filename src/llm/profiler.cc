@@ -36,6 +36,9 @@ const char* OpName(Op op) {
     case Op::kOutputNorm: return "output_norm";
     case Op::kOutputNormQuant: return "output_norm+quantize";
     case Op::kOutput: return "output";
+    case Op::kConvInProj: return "conv_in_proj";
+    case Op::kShortConv: return "shortconv";
+    case Op::kConvOutProj: return "conv_out_proj";
     case Op::kCount: break;
   }
   return "?";

@@ -48,6 +48,7 @@ enum class Op : uint8_t {
   kDown,
   kOutputNorm, kOutputNormQuant,
   kOutput,
+  kConvInProj, kShortConv, kConvOutProj,  // lfm2's short-convolution layers: in_proj, the gated conv, out_proj
   kCount
 };
 const char* OpName(Op op);

@@ -365,6 +365,12 @@ void LookupDecoder::CacheRebuilt() {
   matched_ = false;
 }
 
+Status SpeculativeSupported(const ModelConfig& c) {
+  if (!c.has_conv()) return Status::Ok();
+  return Unsupported("speculative decoding (--lookup, --draft, --draft-quant, --self-spec, --draft-replay) is not supported for " +
+                     c.arch + ": its short-convolution layers keep a state that cannot roll back rejected draft tokens");
+}
+
 Status LookupDecoder::Advance(int32_t token, int max_draft) {
   history_.push_back(token);
   if (matched_) {  // the token is the draft's: its row was computed in the same pass
@@ -412,6 +418,9 @@ Status LookupDecoder::Advance(int32_t token, int max_draft) {
     ++stats_.plain_passes;
     return Status::Ok();
   }
+  // Rejected draft rows are rolled back; a short-convolution state (lfm2) cannot be (commands refuse
+  // drafting for such models at start; this keeps the library from decoding wrong tokens).
+  if (ctx_.model().config().has_conv()) return SpeculativeSupported(ctx_.model().config());
   std::vector<int32_t> batch;
   batch.reserve(draft.size() + 1);
   batch.push_back(token);

@@ -170,6 +170,10 @@ class ReplayDrafter {
   int n_vocab_;
 };
 
+// Unsupported naming the architecture when a model cannot verify drafts: one with short-convolution layers
+// (lfm2), whose state cannot be rolled back to the last accepted token. Ok otherwise.
+Status SpeculativeSupported(const ModelConfig& c);
+
 class LookupDecoder {
  public:
   // ctx has evaluated `prompt` (its last logits row is the next token's distribution); sampler has

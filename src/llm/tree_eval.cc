@@ -9,6 +9,9 @@ namespace edgedecode::llm {
 
 Status Context::EvalTree(const int32_t* tokens, const int* parents, int n) {
   if (n <= 0) return InvalidArgument("nothing to evaluate");
+  if (model_.config().has_conv())  // a conv state follows one chain of positions, not a tree's branches
+    return Unsupported("token trees are not supported for " + model_.config().arch +
+                       " (its short-convolution state cannot hold branches)");
   if (n > params_.n_batch)
     return InvalidArgument("a tree of " + std::to_string(n) + " rows is larger than the batch (" + std::to_string(params_.n_batch) + ")");
   if (parents[0] != -1) return InvalidArgument("tree row 0 is the root: its parent must be -1");

@@ -21,8 +21,13 @@ int64_t ModelShape::n_params() const {
 
 Status ModelShape::Validate() const {
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "smollm3" && arch != "phi3" && arch != "gemma3" &&
-      arch != "gemma2")
-    return InvalidArgument("architecture '" + arch + "' is not supported (supported: llama, qwen2, qwen3, smollm3, phi3, gemma3, gemma2)");
+      arch != "gemma2" && arch != "lfm2")
+    return InvalidArgument("architecture '" + arch + "' is not supported (supported: llama, qwen2, qwen3, smollm3, phi3, gemma3, gemma2, lfm2)");
+  if (!attn_layers.empty() && !lfm2()) return InvalidArgument("attn_layers is lfm2's");
+  for (int64_t l : attn_layers)
+    if (l < 0 || l >= n_layers)
+      return InvalidArgument("attn_layers entry " + std::to_string(l) + " is not a layer (0 to n_layers - 1)");
+  if (conv_l < 2 || conv_l > 64) return InvalidArgument("conv_l must be in [2, 64]");
   auto bad = [](const char* what, int64_t v) {
     return InvalidArgument(std::string(what) + " must be positive (got " + std::to_string(v) + ")");
   };
@@ -93,8 +98,20 @@ std::vector<TensorSpec> ModelTensors(const ModelShape& s) {
   if (!s.tied) t.push_back({"output.weight", {s.dim, s.vocab}, TensorRole::kOutput});
   if (s.llama3_rope()) t.push_back({"rope_freqs.weight", {hd / 2}, TensorRole::kRopeFreqs});
   if (s.phi3()) return Phi3Tensors(s, std::move(t));
+  if (s.lfm2()) t[1].name = "token_embd_norm.weight";  // llama.cpp's name for lfm2's final norm
   for (int l = 0; l < s.n_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
+    if (s.conv_layer(l)) {  // lfm2's short-convolution layer in place of attention
+      t.push_back({b + "shortconv.conv.weight", {s.conv_l, s.dim}, TensorRole::kConvKernel, l});
+      t.push_back({b + "shortconv.in_proj.weight", {s.dim, 3 * s.dim}, TensorRole::kConvIn, l});
+      t.push_back({b + "shortconv.out_proj.weight", {s.dim, s.dim}, TensorRole::kConvOut, l});
+      t.push_back({b + "attn_norm.weight", {s.dim}, TensorRole::kNorm, l});
+      t.push_back({b + "ffn_gate.weight", {s.dim, s.ffn}, TensorRole::kFfnGate, l});
+      t.push_back({b + "ffn_down.weight", {s.ffn, s.dim}, TensorRole::kFfnDown, l});
+      t.push_back({b + "ffn_up.weight", {s.dim, s.ffn}, TensorRole::kFfnUp, l});
+      t.push_back({b + "ffn_norm.weight", {s.dim}, TensorRole::kNorm, l});
+      continue;
+    }
     t.push_back({b + "attn_q.weight", {s.dim, q}, TensorRole::kAttnQ, l});
     if (s.qkv_bias) t.push_back({b + "attn_q.bias", {q}, TensorRole::kBias, l});
     t.push_back({b + "attn_k.weight", {s.dim, kv}, TensorRole::kAttnK, l});
@@ -127,7 +144,14 @@ void SetArchMetadata(const ModelShape& s, StreamWriter* w) {
   w->Set(a + "block_count", Value::U32(static_cast<uint32_t>(s.n_layers)));
   w->Set(a + "feed_forward_length", Value::U32(static_cast<uint32_t>(s.ffn)));
   w->Set(a + "attention.head_count", Value::U32(static_cast<uint32_t>(s.n_heads)));
-  w->Set(a + "attention.head_count_kv", Value::U32(static_cast<uint32_t>(s.n_kv_heads)));
+  if (s.lfm2()) {  // as llama.cpp's LFM2Model converter: one count per layer, 0 for a conv layer
+    std::vector<int32_t> kv;
+    for (int64_t l = 0; l < s.n_layers; ++l) kv.push_back(s.conv_layer(l) ? 0 : static_cast<int32_t>(s.n_kv_heads));
+    w->Set(a + "attention.head_count_kv", Value::I32Array(kv));
+    w->Set(a + "shortconv.l_cache", Value::U32(static_cast<uint32_t>(s.conv_l)));
+  } else {
+    w->Set(a + "attention.head_count_kv", Value::U32(static_cast<uint32_t>(s.n_kv_heads)));
+  }
   if (s.key_length > 0) {
     w->Set(a + "attention.key_length", Value::U32(static_cast<uint32_t>(s.key_length)));
     w->Set(a + "attention.value_length", Value::U32(static_cast<uint32_t>(s.key_length)));

@@ -3,6 +3,7 @@
 // Plain data and pure functions; thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,7 +14,7 @@
 namespace edgedecode::tooling {
 
 struct ModelShape {
-  std::string arch = "llama";  // "llama", "qwen2", "qwen3", "smollm3" (llama's tensors; the runtime skips RoPE in every 4th layer), "phi3", "gemma3" or "gemma2"
+  std::string arch = "llama";  // "llama", "qwen2", "qwen3", "smollm3" (llama's tensors; the runtime skips RoPE in every 4th layer), "phi3", "gemma3", "gemma2" or "lfm2"
   std::string name = "synthetic";
   int64_t dim = 256;           // embedding_length
   int64_t n_layers = 4;        // block_count
@@ -46,9 +47,17 @@ struct ModelShape {
   // gemma2: attn_logit_softcapping and final_logit_softcapping (written for gemma2 only).
   double attn_softcap = 50.0;
   double final_softcap = 30.0;
+  // lfm2: the attention layers (the others are short-convolution layers; attention.head_count_kv is written
+  // per layer, 0 for those) and the convolution's kernel length (shortconv.l_cache).
+  std::vector<int64_t> attn_layers;
+  int64_t conv_l = 3;
 
   int64_t head_dim() const { return key_length > 0 ? key_length : dim / n_heads; }
-  bool qk_norm() const { return arch == "qwen3" || arch == "gemma3"; }  // attn_q_norm / attn_k_norm.weight (head_dim) per layer
+  bool qk_norm() const { return arch == "qwen3" || arch == "gemma3" || arch == "lfm2"; }
+  bool lfm2() const { return arch == "lfm2"; }
+  bool conv_layer(int64_t l) const {
+    return lfm2() && std::find(attn_layers.begin(), attn_layers.end(), l) == attn_layers.end();
+  }  // attn_q_norm / attn_k_norm.weight (head_dim) per layer
   bool gemma() const { return arch == "gemma3" || arch == "gemma2"; }  // post_attention_norm / post_ffw_norm.weight (dim) per layer
   bool llama3_rope() const { return rope_scaling_factor > 0; }
   bool phi3() const { return arch == "phi3"; }
@@ -58,8 +67,10 @@ struct ModelShape {
 };
 
 // kRopeFreqs: rope_freqs.weight, computed values (llm::Llama3RopeFactors), not random.
+// kConvKernel, kConvIn, kConvOut: lfm2's shortconv.conv (written f32, as llama.cpp's converter keeps it),
+// shortconv.in_proj and shortconv.out_proj.
 enum class TensorRole { kEmbedding, kNorm, kBias, kAttnQ, kAttnK, kAttnV, kAttnOut, kFfnGate, kFfnUp, kFfnDown, kOutput,
-                        kRopeFreqs, kRopeLong, kRopeShort };
+                        kRopeFreqs, kRopeLong, kRopeShort, kConvKernel, kConvIn, kConvOut };
 
 struct TensorSpec {
   std::string name;

@@ -91,6 +91,15 @@ ModelShape Gemma2(const char* name, int64_t dim, int64_t layers, int64_t heads, 
   return s;
 }
 
+// lfm2: tied, theta 1e6, eps 1e-5, kernel length 3; attention in the listed layers, short convolutions elsewhere.
+ModelShape Lfm2(const char* name, int64_t dim, int64_t layers, int64_t heads, int64_t kv, int64_t ffn, int64_t vocab,
+                int64_t ctx, std::vector<int64_t> attn_layers) {
+  ModelShape s = Make("lfm2", name, dim, layers, heads, kv, ffn, vocab, ctx, 1000000, 1e-5, true, false);
+  s.attn_layers = std::move(attn_layers);
+  s.conv_l = 3;
+  return s;
+}
+
 struct PresetEntry {
   const char* name;
   ModelShape shape;
@@ -143,6 +152,13 @@ const std::vector<PresetEntry>& Presets() {
       // probability outside the oracle's top 256).
       {"gemma2-2b", Gemma2("synth-gemma2-2b", 2304, 26, 8, 4, 256, 9216, 256000, 8192, 4096, 50, 30)},
       {"gemma2-tiny", Gemma2("synth-gemma2-tiny", 256, 4, 4, 2, 64, 768, 2048, 2048, 16, 1.5, 10)},
+      // LFM2-350M / -1.2B (config.json: hidden 1024 / 2048, 16 layers, 16 / 32 heads, 8 KV heads, block_ff_dim
+      // 6656 / 12288 auto-adjusted by the converter to 4608 / 8192, vocabulary 65536, 128000 positions, theta
+      // 1e6, norm_eps 1e-5, conv_L_cache 3, tied; attention in layers 2, 5, 8, 10, 12, 14, the rest short
+      // convolutions). lfm2-tiny: conv, attention, conv, attention, conv (both kinds, a conv layer first and last).
+      {"lfm2-350m", Lfm2("synth-lfm2-350m", 1024, 16, 16, 8, 4608, 65536, 128000, {2, 5, 8, 10, 12, 14})},
+      {"lfm2-1.2b", Lfm2("synth-lfm2-1.2b", 2048, 16, 32, 8, 8192, 65536, 128000, {2, 5, 8, 10, 12, 14})},
+      {"lfm2-tiny", Lfm2("synth-lfm2-tiny", 256, 5, 4, 2, 768, 2048, 2048, {1, 3})},
   };
   return k;
 }
@@ -181,6 +197,9 @@ Init InitFor(const TensorSpec& t, const ModelShape& s, double logit_scale) {
       return {0.0f, inv_dim};
     case TensorRole::kAttnOut: case TensorRole::kFfnDown:
       return {0.0f, 1.0f / std::sqrt(static_cast<float>(t.dims[0]))};
+    case TensorRole::kConvIn: return {0.0f, inv_dim};
+    case TensorRole::kConvOut: return {0.0f, 1.0f / std::sqrt(static_cast<float>(t.dims[0]))};
+    case TensorRole::kConvKernel: return {0.0f, 1.0f / std::sqrt(static_cast<float>(t.dims[0]))};  // unit-RMS output over conv_l taps
     case TensorRole::kRopeFreqs: case TensorRole::kRopeLong: case TensorRole::kRopeShort:
       return {0.0f, 0.0f};  // computed values, not drawn (SynthesizeModel)
   }
@@ -228,6 +247,20 @@ Status GetField(const nlohmann::json& j, const char* key, std::string* out, cons
   return Status::Ok();
 }
 
+Status GetField(const nlohmann::json& j, const char* key, std::vector<int64_t>* out, const std::string& src) {
+  if (!j.contains(key)) return Status::Ok();
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_array() || v.size() > 1024)
+    return InvalidArgument(src + ": key '" + key + "' must be an array of at most 1024 integers, got " + Describe(v));
+  out->clear();
+  for (const nlohmann::json& e : v) {
+    if (!e.is_number_integer() || (e.is_number_unsigned() && e.get<uint64_t>() > uint64_t{INT64_MAX}))
+      return InvalidArgument(src + ": key '" + key + "' must hold integers, got " + Describe(e));
+    out->push_back(e.get<int64_t>());
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::vector<std::string> PresetNames() {
@@ -257,7 +290,7 @@ Result<ModelShape> ShapeFromJson(const std::string& text, const std::string& src
                                 "vocab", "context", "rope_base", "rms_eps", "tied", "qkv_bias", "head_dim",
                                 "rope_scaling_factor", "rope_low_freq_factor", "rope_high_freq_factor",
                                 "rope_orig_context", "rope_dims", "longrope", "sliding_window", "swa_period",
-                                "rope_base_swa", "attn_softcap", "final_softcap"};
+                                "rope_base_swa", "attn_softcap", "final_softcap", "attn_layers", "conv_l"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const char* k : kKeys) known |= it.key() == k;
@@ -293,6 +326,8 @@ Result<ModelShape> ShapeFromJson(const std::string& text, const std::string& src
   ED_RETURN_IF_ERROR(GetField(j, "rope_base_swa", &s.rope_base_swa, src));
   ED_RETURN_IF_ERROR(GetField(j, "attn_softcap", &s.attn_softcap, src));
   ED_RETURN_IF_ERROR(GetField(j, "final_softcap", &s.final_softcap, src));
+  ED_RETURN_IF_ERROR(GetField(j, "attn_layers", &s.attn_layers, src));
+  ED_RETURN_IF_ERROR(GetField(j, "conv_l", &s.conv_l, src));
   ED_RETURN_IF_ERROR(s.Validate().WithContext(src));
   return s;
 }
@@ -325,8 +360,9 @@ Status SynthesizeModel(const SynthConfig& cfg, const std::string& out_path, Synt
   std::vector<GgmlType> types;
   SynthStats st;
   for (const TensorSpec& t : specs) {
-    GgmlType ty = t.dims.size() == 1 ? GgmlType::kF32 : FitType(cfg.type, t.dims[0]);
-    if (t.dims.size() > 1 && ty != cfg.type) {
+    const bool f32 = t.dims.size() == 1 || t.role == TensorRole::kConvKernel;  // 1-D, and lfm2's conv kernel
+    GgmlType ty = f32 ? GgmlType::kF32 : FitType(cfg.type, t.dims[0]);
+    if (!f32 && ty != cfg.type) {
       ++st.n_fallbacks;
       if (cfg.log)
         cfg.log(t.name + ": row length " + std::to_string(t.dims[0]) + " does not fit " + TypeTraits(cfg.type).name +

@@ -34,7 +34,7 @@ struct SynthConfig {
 
 // Preset names: tinyllama-1.1b, smollm2-135m, qwen2.5-0.5b, llama-tiny, qwen2-tiny, qwen3-0.6b, qwen3-1.7b,
 // llama3.2-1b, qwen3-tiny, llama3-tiny, smollm3-3b, phi3-mini-4k, phi4-mini, phi4-tiny, phi3-tiny, smollm3-tiny,
-// gemma3-270m, gemma3-1b, gemma3-tiny, gemma2-2b, gemma2-tiny.
+// gemma3-270m, gemma3-1b, gemma3-tiny, gemma2-2b, gemma2-tiny, lfm2-350m, lfm2-1.2b, lfm2-tiny.
 std::vector<std::string> PresetNames();
 Result<ModelShape> Preset(const std::string& name);
 // A JSON object of shape fields (all optional, over the preset `base` or llama-tiny): "preset",
@@ -42,7 +42,8 @@ Result<ModelShape> Preset(const std::string& name);
 // "rope_base", "rms_eps", "tied", "qkv_bias", "head_dim" (0: dim / n_heads), "rope_scaling_factor" (> 0:
 // llama3 RoPE scaling), "rope_low_freq_factor", "rope_high_freq_factor", "rope_orig_context" (also phi3's
 // original context), "rope_dims" (0: head_dim), "longrope" (phi3), "sliding_window" (phi3, gemma3, gemma2),
-// "swa_period", "rope_base_swa" (gemma3, gemma2), "attn_softcap", "final_softcap" (gemma2). Unknown keys
+// "swa_period", "rope_base_swa" (gemma3, gemma2), "attn_softcap", "final_softcap" (gemma2), "attn_layers" (lfm2:
+// the attention layers' indices, the others short convolutions), "conv_l" (lfm2's kernel length). Unknown keys
 // are errors (so typos are caught), so is a field of the wrong JSON type (the error names the key and the
 // type it needs) and text nested deeper than kMaxJsonDepth. base_preset: the base when the text names
 // none ("": llama-tiny).

@@ -166,6 +166,34 @@ TEST(Synth, Smollm3Shapes) {
   EXPECT_EQ((*f)->FindTensor("rope_freqs.weight"), nullptr);
 }
 
+TEST(Synth, Lfm2Shapes) {
+  // LFM2-350M and LFM2-1.2B: the parameter counts of LiquidAI's model cards (354,483,968 and 1,170,340,608),
+  // which these shapes reproduce only with the converter's FFN widths (4608, 8192), tied embeddings and the
+  // six attention layers.
+  EXPECT_EQ(Preset("lfm2-350m")->n_params(), 354483968);
+  EXPECT_EQ(Preset("lfm2-1.2b")->n_params(), 1170340608);
+  SynthConfig c;
+  c.shape = Preset("lfm2-tiny").value();
+  c.type = GgmlType::kQ8_0;
+  ASSERT_TRUE(SynthesizeModel(c, Tmp("lfm2.gguf")).ok());
+  auto f = gguf::File::Open(Tmp("lfm2.gguf"));
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ((*f)->GetStringOr("general.architecture", ""), "lfm2");
+  EXPECT_EQ((*f)->GetIntOr("lfm2.shortconv.l_cache", 0), 3);
+  auto kv = (*f)->GetIntArray("lfm2.attention.head_count_kv");
+  ASSERT_TRUE(kv.ok()) << kv.status().message();
+  EXPECT_EQ(*kv, (std::vector<int64_t>{0, 2, 0, 2, 0}));
+  EXPECT_EQ((*f)->FindTensor("blk.0.shortconv.conv.weight")->dims, (std::vector<int64_t>{3, 256}));
+  EXPECT_EQ((*f)->FindTensor("blk.0.shortconv.conv.weight")->ggml_type(), GgmlType::kF32);  // as the converter keeps it
+  EXPECT_EQ((*f)->FindTensor("blk.0.shortconv.in_proj.weight")->dims, (std::vector<int64_t>{256, 768}));
+  EXPECT_EQ((*f)->FindTensor("blk.0.attn_q.weight"), nullptr);
+  EXPECT_NE((*f)->FindTensor("blk.1.attn_q_norm.weight"), nullptr);
+  EXPECT_EQ((*f)->FindTensor("blk.1.shortconv.in_proj.weight"), nullptr);
+  EXPECT_NE((*f)->FindTensor("token_embd_norm.weight"), nullptr);
+  EXPECT_EQ((*f)->FindTensor("output_norm.weight"), nullptr);
+  EXPECT_EQ((*f)->FindTensor("output.weight"), nullptr);  // tied
+}
+
 TEST(Synth, Phi3Shapes) {
   // Phi-3-mini (3.82B, untied) and Phi-4-mini (3.84B, tied; + 2 x 48 LongRoPE factors).
   EXPECT_EQ(Preset("phi3-mini-4k")->n_params(), 3821079552);

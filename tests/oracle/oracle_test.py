@@ -78,6 +78,11 @@ MODELS = [
     # other layer sliding with a window of 16.
     dict(name=f"gemma2-tiny.{t}", src=("synth", "gemma2-tiny", t), on=True) for t in ("f16",)
 ] + [
+    # lfm2: short-convolution layers (a recurrent state of the last 2 inputs, no KV cache) around attention
+    # layers with per-head q/k RMSNorm (lfm2-tiny: conv, attention, conv, attention, conv), tied, the final
+    # norm named token_embd_norm.
+    dict(name=f"lfm2-tiny.{t}", src=("synth", "lfm2-tiny", t), on=True) for t in ("f16", "q8_0", "q4_k")
+] + [
     dict(name=f"llama-tiny.f32>{t}", src=("quantize", "llama-tiny", t), on=True)
     for t in ("q8_0", "q4_0", "q4_k", "q6_k")
 ]
