@@ -73,14 +73,15 @@ double BytesPerToken(const llm::Model& m, int depth, GgmlType kv) {
 }
 
 // Rolls a context back to `depth` positions of toks: a truncation, unless sliding-window rings have
-// overwritten the window before depth (gemma3 after more than a batch of tokens), then the depth again.
+// overwritten the window before depth (gemma3 after more than a batch of tokens) or a conv state (lfm2)
+// cannot go back, then the depth again.
 Status BackToDepth(llm::Context& c, const std::vector<int32_t>& toks, int depth) {
   if (depth >= c.min_truncate()) {
     c.Truncate(depth);
     return Status::Ok();
   }
   c.Reset();
-  return c.Eval(toks.data(), depth, false);
+  return depth > 0 ? c.Eval(toks.data(), depth, false) : Status::Ok();
 }
 
 // Multiply-accumulates of one token through the matrices (every layer's seven, then the output): what a
