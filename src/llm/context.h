@@ -75,7 +75,8 @@ class Context {
   // Evaluates `n` tokens at positions n_past() .. n_past()+n-1 and appends them to the KV cache.
   // all_logits: keep the logits of every token (else only the last). Fails (without changing the
   // cache) when the tokens do not fit in the context or an id is out of range; Corrupt (the positions
-  // dropped again) when the logits come out NaN or Inf, naming the broken weight where there is one.
+  // dropped again; with short-convolution layers, whose state took them, every position) when the logits
+  // come out NaN or Inf, naming the broken weight where there is one.
   Status Eval(const int32_t* tokens, int n, bool all_logits);
 
   // Evaluates the tokens of several sequences (distinct contexts over the same model, with the same kernels,

@@ -101,7 +101,8 @@ Status Context::EvalMulti(std::span<const SeqTokens> seqs) {
     if (st.ok()) continue;
     for (const SeqTokens& q : seqs) {  // every sequence's positions dropped, as if the call had failed
       if (q.ctx == &c) continue;
-      q.ctx->n_past_ -= q.n;
+      // A conv state (lfm2) has taken the rows already: nothing of such a sequence is kept.
+      q.ctx->n_past_ = q.ctx->model_.config().has_conv() ? 0 : q.ctx->n_past_ - q.n;
       q.ctx->n_logit_rows_ = 0;
     }
     return Status(st.code(), "sequence " + std::to_string(s) + ": " + st.message());

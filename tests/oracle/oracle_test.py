@@ -99,7 +99,10 @@ KNOWN_DEVIATIONS = {}
 # and 97.9% top-1 untied with llama3-tiny's shape (seed 4), while the f16 and q8_0 files stay far inside.
 # smollm3-tiny q4_k: 97.53% / 1.08e-3, the same gap (its f16 file agrees to 1.5e-6 and q8_0 to 2.6e-4; the
 # architecture is llama's but for the NoPE layers, tied like llama-tiny at seed 1).
-MODEL_BOUNDS = {"llama3-tiny.q4_k": (0.975, 2e-3), "smollm3-tiny.q4_k": (0.975, 2e-3)}
+# lfm2-tiny q4_k: 98.94% / 9.6e-4 (auto), 98.59% / 9.5e-4 (ref), on the line: its f16 file agrees to 1.9e-6 and
+# q8_0 to 6.5e-5, and the short-convolution blocks multiply three projections of the same input (c * conv(b * x)),
+# so the q4_k arithmetic gap of the projections enters cubed.
+MODEL_BOUNDS = {"llama3-tiny.q4_k": (0.975, 2e-3), "smollm3-tiny.q4_k": (0.975, 2e-3), "lfm2-tiny.q4_k": (0.975, 2e-3)}
 KERNELS = "auto"      # --kernels passed to edgedecode (the test runs with auto and with ref)
 N_RANDOM_PROMPTS = 4  # pseudo-random id sequences per model, lengths in [32, 64]
 TEXTS = [             # real text, tokenized by llama.cpp's tokenizer of each model
