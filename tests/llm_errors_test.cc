@@ -31,7 +31,7 @@ TEST(RunErrors, BadModelsGiveClearErrors) {
   // A vocab-only GGUF of another architecture: named, with the supported list.
   r = RunEdgedecode("run -m " + std::string(EDGEDECODE_TESTDATA) + "/vocab/ggml-vocab-gpt-2.gguf -p hi");
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_NE(r.err.find("architecture 'gpt2' is not supported (supported: llama, qwen2, qwen3, smollm3, phi3, gemma3, gemma2)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("architecture 'gpt2' is not supported (supported: llama, qwen2, qwen3, smollm3, phi3, gemma3, gemma2, lfm2)"), std::string::npos) << r.err;
   // A llama vocab-only file has the architecture but no weights: the missing tensor is named.
   r = RunEdgedecode("run -m " + std::string(EDGEDECODE_TESTDATA) + "/vocab/ggml-vocab-llama-spm.gguf -p hi");
   EXPECT_EQ(r.exit_code, 3);

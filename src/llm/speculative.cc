@@ -367,8 +367,8 @@ void LookupDecoder::CacheRebuilt() {
 
 Status SpeculativeSupported(const ModelConfig& c) {
   if (!c.has_conv()) return Status::Ok();
-  return Unsupported("speculative decoding (--lookup, --draft, --draft-quant, --self-spec, --draft-replay) is not supported for " +
-                     c.arch + ": its short-convolution layers keep a state that cannot roll back rejected draft tokens");
+  return Unsupported("speculative decoding is not supported for " + c.arch +
+                     ": its short-convolution layers keep a state that cannot roll back rejected draft tokens");
 }
 
 Status LookupDecoder::Advance(int32_t token, int max_draft) {
