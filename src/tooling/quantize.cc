@@ -90,6 +90,11 @@ Result<std::vector<GgmlType>> PlanQuantize(const gguf::File& in, const QuantizeO
     if (!is_matrix) {
       ty = GgmlType::kF32;  // norms and biases stay f32 (llama.cpp convention)
       why = "1-D tensors are f32";
+    } else if (EndsWith(t.name, ".shortconv.conv.weight")) {
+      // lfm2's conv kernel (3 taps per channel): f32 as the converter writes it; llama.cpp's ggml_ssm_conv
+      // reads f32 weights only.
+      ty = GgmlType::kF32;
+      why = "the short-convolution kernel is f32";
     } else {
       ty = FitType(want, t.dims[0]);
       if (ty != want) {

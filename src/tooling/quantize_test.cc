@@ -8,6 +8,7 @@
 
 #include "gguf/gguf.h"
 #include "quant/quant.h"
+#include "tooling/synth.h"
 
 namespace edgedecode::tooling {
 namespace {
@@ -52,6 +53,25 @@ TEST(Quantize, Q8_0WithFallbackMatchesInput) {
     }
     EXPECT_LT(std::sqrt(err / ref), 0.01) << t.name;
   }
+}
+
+// lfm2's short-convolution kernels stay f32 (rows of 3: f16 would be the fallback), the matrices around them
+// take the type.
+TEST(Quantize, Lfm2ConvKernelStaysF32) {
+  SynthConfig sc;
+  sc.shape = Preset("lfm2-tiny").value();
+  sc.type = GgmlType::kF32;
+  ASSERT_TRUE(SynthesizeModel(sc, Tmp("lfm2.f32.gguf")).ok());
+  QuantizeOptions o;
+  ASSERT_TRUE(ParseQuantizeType("q4_k", &o).ok());
+  QuantizeStats st;
+  Status s = QuantizeModel(Tmp("lfm2.f32.gguf"), Tmp("lfm2.q4_k.gguf"), o, &st);
+  ASSERT_TRUE(s.ok()) << s.message();
+  auto out = gguf::File::Open(Tmp("lfm2.q4_k.gguf"));
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ((*out)->FindTensor("blk.0.shortconv.conv.weight")->ggml_type(), GgmlType::kF32);
+  EXPECT_EQ((*out)->FindTensor("blk.0.shortconv.in_proj.weight")->ggml_type(), GgmlType::kQ4_K);
+  EXPECT_EQ((*out)->FindTensor("blk.1.attn_q.weight")->ggml_type(), GgmlType::kQ4_K);
 }
 
 TEST(Quantize, OverrideAndBadArgs) {
