@@ -84,12 +84,13 @@ Status BackToDepth(llm::Context& c, const std::vector<int32_t>& toks, int depth)
   return depth > 0 ? c.Eval(toks.data(), depth, false) : Status::Ok();
 }
 
-// Multiply-accumulates of one token through the matrices (every layer's seven, then the output): what a
-// verify pass of K tokens computes K times, for its GMAC/s beside the core's int8 peak (kernels_bench).
+// Multiply-accumulates of one token through the matrices (every layer's seven, or an lfm2 conv layer's in_proj,
+// out_proj and FFN, then the output): what a verify pass of K tokens computes K times, for its GMAC/s beside
+// the core's int8 peak (kernels_bench). A layer's absent matrices have no rows.
 double MacsPerToken(const llm::Model& m) {
   double macs = static_cast<double>(m.output().rows) * static_cast<double>(m.output().cols);
   for (const llm::LayerWeights& L : m.layers())
-    for (const llm::Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+    for (const llm::Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.in_proj, &L.out_proj, &L.w_gate, &L.w_up, &L.w_down})
       macs += static_cast<double>(w->rows) * static_cast<double>(w->cols);
   return macs;
 }
