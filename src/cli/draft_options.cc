@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "llm/draft_model.h"
+#include "llm/speculative.h"
 
 namespace edgedecode::cli {
 namespace {
@@ -45,6 +46,9 @@ Result<llm::MemoryPlan> DraftOptions::Plan(const llm::Model& target, const llm::
   if (!model.empty()) {
     if (!opened_) {  // once: plan asks again for every context length it tries
       ED_ASSIGN_OR_RETURN(opened_, llm::Model::Load(model));
+      // The drafter rolls its own context back to what the target accepted: an lfm2 draft would start over
+      // from the first token at every rejection.
+      ED_RETURN_IF_ERROR(llm::SpeculativeSupported(opened_->config()).WithContext("--draft " + model));
       ED_RETURN_IF_ERROR(llm::CheckSameVocabulary(target.tokenizer(), TokenTypes(target), opened_->tokenizer(), TokenTypes(*opened_))
                              .WithContext("--draft " + model));
       ED_RETURN_IF_ERROR(CheckSmaller(opened_->weight_bytes(), target.weight_bytes(), "the draft model " + model));
