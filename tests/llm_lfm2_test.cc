@@ -199,6 +199,19 @@ TEST_F(Lfm2, TreesAndSpeculationRefused) {
   EXPECT_NE(spec.message().find("lfm2"), std::string::npos) << spec.message();
 }
 
+// The commands refuse drafting at start (exit 3, the architecture named) rather than decode wrong tokens;
+// a plain greedy run works.
+TEST_F(Lfm2, CommandsRefuseDraftingAtStart) {
+  const CommandResult run = RunEdgedecode("run -m " + *path_ + " -p Once -n 4 --temp 0 --lookup 4");
+  EXPECT_EQ(run.exit_code, 3) << run.err;
+  EXPECT_NE(run.err.find("speculative decoding is not supported for lfm2"), std::string::npos) << run.err;
+  const CommandResult serve = RunEdgedecode("serve -m " + *path_ + " --port 0 --lookup 4", "timeout --foreground 60");
+  EXPECT_EQ(serve.exit_code, 3) << serve.err;
+  EXPECT_NE(serve.err.find("speculative decoding is not supported for lfm2"), std::string::npos) << serve.err;
+  const CommandResult plain = RunEdgedecode("run -m " + *path_ + " -p Once -n 4 --temp 0");
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+}
+
 TEST_F(Lfm2, PlanCountsAttentionLayersAndConvState) {
   llm::PlanParams pp;
   pp.n_ctx = kCtx;
