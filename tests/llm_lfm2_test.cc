@@ -208,6 +208,9 @@ TEST_F(Lfm2, CommandsRefuseDraftingAtStart) {
   const CommandResult serve = RunEdgedecode("serve -m " + *path_ + " --port 0 --lookup 4", "timeout --foreground 60");
   EXPECT_EQ(serve.exit_code, 3) << serve.err;
   EXPECT_NE(serve.err.find("speculative decoding is not supported for lfm2"), std::string::npos) << serve.err;
+  const CommandResult quant = RunEdgedecode("serve -m " + *path_ + " --port 0 --draft-quant q8_0", "timeout --foreground 60");
+  EXPECT_EQ(quant.exit_code, 3) << quant.err;
+  EXPECT_NE(quant.err.find("speculative decoding is not supported for lfm2"), std::string::npos) << quant.err;
   const CommandResult plain = RunEdgedecode("run -m " + *path_ + " -p Once -n 4 --temp 0");
   EXPECT_EQ(plain.exit_code, 0) << plain.err;
 }
