@@ -5,9 +5,9 @@
 // dot-product peak (independent vpdpbusd chains) beside the packed q4_0 kernel at m = 8 on a matrix that
 // stays in L2, so verify's compute floor (K tokens' MACs / that rate) can be set against a decode step,
 // and the same kernel on a matrix streamed from DRAM (the gap is what the memory side costs); medians.
-// Usage: kernels_bench [seconds_per_case=0.5] [verify|act|attn]   (verify: the compute-side lines only; act:
-// the times of gemma's GELU gate and soft-caps per ISA, ActivationTimes; attn: the stages of decode
-// attention per ISA, AttentionTimes)
+// Usage: kernels_bench [seconds_per_case=0.5] [verify|act|attn|attnstream]   (verify: the compute-side lines
+// only; act: the times of gemma's GELU gate and soft-caps per ISA, ActivationTimes; attn: the stages of
+// decode attention per ISA, AttentionTimes, then AttentionStreamRates; attnstream: AttentionStreamRates alone)
 #if defined(__x86_64__)
 #include <immintrin.h>
 #elif defined(__aarch64__)
@@ -256,6 +256,66 @@ void AttentionTimes(double budget) {
   }
 }
 
+
+// Decode attention at depth as the runtime walks it: TinyLlama's 4 KV heads x 4096 positions per layer (8
+// query heads per KV head, head_dim 64); per KV head the chunks of 128 positions: scores, scale + max and
+// exp + sum (online softmax), weighted V sum. The median GB/s of K + V read, 1 thread, per KV type and ISA,
+// over one layer read again and again (f16: 4 MiB, from the caches) and over 22 layers used in turn (f16:
+// 92 MB, streamed from DRAM): the gap between the two is what the KV stream costs attention.
+void AttentionStreamRates(double budget) {
+  constexpr int64_t kHd = 64, kGroup = 8, kHeads = 4, kN = 4096, kC = 128, kLayers = 22;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> row(kHd), q(kGroup * kHd), s(kGroup * kC), w(kGroup * kC), acc(kGroup * kHd), mx(kGroup), sum(kGroup);
+  for (float& f : q) f = nd(rng);
+  for (GgmlType t : {GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+    const size_t rb = RowBytes(t, kHd), layer = rb * kHeads * kN;
+    std::vector<uint8_t> K(layer * kLayers), V(K.size());
+    for (size_t r = 0; r < K.size() / rb; ++r) {  // a few distinct rows, replicated: values do not change speed
+      if (r < 64) {
+        for (float& f : row) f = nd(rng);
+        quant::QuantizeRow(t, row.data(), K.data() + r * rb, kHd);
+        quant::QuantizeRow(t, row.data(), V.data() + r * rb, kHd);
+      } else {
+        std::memcpy(K.data() + r * rb, K.data() + (r % 64) * rb, rb);
+        std::memcpy(V.data() + r * rb, V.data() + (r % 64) * rb, rb);
+      }
+    }
+    for (kernels::Isa isa : {kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kNeon}) {
+      if (!kernels::IsaAvailable(isa)) continue;
+      kernels::Activations qa;
+      if (t != GgmlType::kF16) qa.Prepare(isa, t, q.data(), kGroup, kHd);
+      auto rate = [&](int64_t layers) { return Rate(2 * layer, budget, [&](int i) {
+        const size_t l = static_cast<size_t>(i % layers) * layer;
+        for (int64_t h = 0; h < kHeads; ++h) {
+          const uint8_t* k = K.data() + l + h * kN * rb;
+          const uint8_t* v = V.data() + l + h * kN * rb;
+          std::fill(acc.begin(), acc.end(), 0.0f), std::fill(mx.begin(), mx.end(), -INFINITY), std::fill(sum.begin(), sum.end(), 0.0f);
+          for (int64_t t0 = 0; t0 < kN; t0 += kC) {
+            if (t == GgmlType::kF16) kernels::AttentionScores(isa, t, k + t0 * rb, rb, kHd, kC, q.data(), kHd, kGroup, s.data(), kC);
+            else kernels::AttentionScoresQ(isa, t, k + t0 * rb, rb, kHd, kC, qa, s.data(), kC);
+            for (int64_t j = 0; j < kGroup; ++j) {
+              const float cm = kernels::ScaleMax(isa, s.data() + j * kC, kC, 0.125f, mx[j]);
+              if (cm > mx[j]) {
+                const float f = std::exp(mx[j] - cm);
+                for (int64_t d = 0; d < kHd; ++d) acc[j * kHd + d] *= f;
+                sum[j] *= f, mx[j] = cm;
+              }
+              sum[j] += kernels::ExpSubSum(isa, s.data() + j * kC, cm, w.data() + j * kC, kC);
+            }
+            kernels::AccumulateRows(isa, t, v + t0 * rb, rb, kHd, kC, w.data(), kC, kGroup, acc.data(), kHd);
+          }
+        }
+      }, true); };
+      const double cached = rate(1), dram = rate(kLayers);
+      std::printf("attention at depth 4096, %-4s K/V, 4 KV heads x 8 x 64, %-7s one layer (cached) %5.1f GB/s, "
+                  "from DRAM %5.1f GB/s of K+V; 1 thread\n", TypeName(static_cast<uint32_t>(t)).c_str(),
+                  kernels::IsaName(isa), cached, dram);
+      std::fflush(stdout);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -265,8 +325,13 @@ int main(int argc, char** argv) {
     ActivationTimes(budget);
     return 0;
   }
+  if (argc > 2 && std::strcmp(argv[2], "attnstream") == 0) {  // decode attention at depth, from DRAM
+    AttentionStreamRates(budget);
+    return 0;
+  }
   if (argc > 2 && std::strcmp(argv[2], "attn") == 0) {  // the stages of decode attention
     AttentionTimes(budget);
+    AttentionStreamRates(budget);
     return 0;
   }
   // Baselines over 512 MiB.
