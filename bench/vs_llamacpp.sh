@@ -52,7 +52,7 @@ model_for() {
   if [[ ! -f "$f" ]]; then
     case $t in
       q4_k_m) "$bin" synth --preset "$preset" --type q4_k -o "$f.tmp.gguf" >&2
-              "$bin" quantize "$f.tmp.gguf" "$f" q4_k --tensor-type output.weight=q6_k >&2; rm -f "$f.tmp.gguf" ;;
+              "$bin" quantize "$f.tmp.gguf" "$f" q4_k --tensor-type output.weight=q6_k --allow-requantize >&2; rm -f "$f.tmp.gguf" ;;
       *) "$bin" synth --preset "$preset" --type "$t" -o "$f" >&2 ;;
     esac
   fi
