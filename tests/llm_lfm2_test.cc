@@ -14,6 +14,7 @@
 #include <iterator>
 
 #include "cli_util.h"
+#include "test_models.h"
 #include "llm/context.h"
 #include "llm/memory_plan.h"
 #include "llm/model.h"
@@ -27,18 +28,10 @@ constexpr int kCtx = 128;
 
 class Lfm2 : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    path_ = new std::string(TempPath("lfm2-tiny.gguf"));
-    ASSERT_EQ(RunEdgedecode("synth --preset lfm2-tiny --type f16 -o " + *path_).exit_code, 0);
-    auto m = llm::Model::Load(*path_, false);
-    ASSERT_TRUE(m.ok()) << m.status().message();
-    model_ = std::move(m).value().release();
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    std::remove(path_->c_str());
-    delete path_;
-  }
+  static void SetUpTestSuite() { models_->AddSynth("lfm2-tiny", "lfm2-tiny", "f16"); }
+  static void TearDownTestSuite() { models_->Clear(); }
+  static const llm::Model& model() { return (*models_)[0]; }
+  static const std::string& path() { return models_->path(0); }
   static std::unique_ptr<llm::Context> Make(int n_batch, const char* isa = "auto", int threads = 1) {
     llm::ContextParams p;
     p.n_ctx = kCtx;
@@ -46,13 +39,13 @@ class Lfm2 : public ::testing::Test {
     p.n_threads = threads;
     p.isa = kernels::ResolveIsa(isa).value();
     p.type_k = p.type_v = GgmlType::kF32;
-    auto c = llm::Context::Create(*model_, p);
+    auto c = llm::Context::Create(model(), p);
     EXPECT_TRUE(c.ok()) << c.status().message();
     return std::move(c).value();
   }
   static std::vector<int32_t> Tokens(int n, int salt = 0) {
     std::vector<int32_t> t;
-    for (int i = 0; i < n; ++i) t.push_back((37 * i + 11 + salt * 101) % model_->config().n_vocab);
+    for (int i = 0; i < n; ++i) t.push_back((37 * i + 11 + salt * 101) % model().config().n_vocab);
     return t;
   }
   static double MaxDiff(const float* a, const float* b, int n) {
@@ -62,7 +55,7 @@ class Lfm2 : public ::testing::Test {
   }
   // The file's bytes with `from` replaced by `to` (same length) at its first occurrence, written to a new file.
   static std::string Patched(const std::string& name, const std::string& from, const std::string& to) {
-    std::ifstream in(*path_, std::ios::binary);
+    std::ifstream in(path(), std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const size_t at = bytes.find(from);
     EXPECT_NE(at, std::string::npos) << from;
@@ -71,21 +64,19 @@ class Lfm2 : public ::testing::Test {
     std::ofstream(out, std::ios::binary) << bytes;
     return out;
   }
-  static std::string* path_;
-  static llm::Model* model_;
+  static TestModels* models_;
 };
-std::string* Lfm2::path_ = nullptr;
-llm::Model* Lfm2::model_ = nullptr;
+TestModels* Lfm2::models_ = new TestModels;
 
 TEST_F(Lfm2, LayersAndCacheSizes) {
-  const llm::ModelConfig& c = model_->config();
+  const llm::ModelConfig& c = model().config();
   EXPECT_EQ(c.arch, "lfm2");
   ASSERT_EQ(c.n_layers, 5);
   const std::vector<bool> conv = {true, false, true, false, true};  // the preset: attention in layers 1 and 3
   for (int l = 0; l < c.n_layers; ++l) {
     EXPECT_EQ(c.conv_layer(l), conv[static_cast<size_t>(l)]) << l;
     EXPECT_EQ(llm::LayerKvRows(c, l, kCtx, 16), conv[static_cast<size_t>(l)] ? 0 : kCtx) << l;
-    EXPECT_EQ(model_->layers()[static_cast<size_t>(l)].conv.size(), conv[static_cast<size_t>(l)] ? 3u * c.dim : 0u);
+    EXPECT_EQ(model().layers()[static_cast<size_t>(l)].conv.size(), conv[static_cast<size_t>(l)] ? 3u * c.dim : 0u);
   }
   EXPECT_EQ(c.conv_l, 3);
   EXPECT_EQ(c.n_kv_heads, 2);
@@ -100,7 +91,7 @@ TEST_F(Lfm2, LayersAndCacheSizes) {
 // arithmetic is the same in any batch (the matmul kernels compute rows alone; the conv reads the same state).
 TEST_F(Lfm2, BatchedPrefillEqualsDecode) {
   const std::vector<int32_t> toks = Tokens(40);
-  const int n = static_cast<int>(toks.size()), nv = model_->config().n_vocab;
+  const int n = static_cast<int>(toks.size()), nv = model().config().n_vocab;
   auto whole = Make(64);
   ASSERT_TRUE(whole->Eval(toks.data(), n, true).ok());
   for (int batch : {1, 5}) {
@@ -118,7 +109,7 @@ TEST_F(Lfm2, BatchedPrefillEqualsDecode) {
 // (100 x 256 x 3 multiply-adds) for the conv to split its channels between the threads.
 TEST_F(Lfm2, ReferenceKernelsAndThreadsAgree) {
   const std::vector<int32_t> toks = Tokens(100, 1);
-  const int n = static_cast<int>(toks.size()), nv = model_->config().n_vocab;
+  const int n = static_cast<int>(toks.size()), nv = model().config().n_vocab;
   auto a = Make(128);
   auto ref = Make(128, "ref");
   auto two = Make(128, "auto", 2);
@@ -133,7 +124,7 @@ TEST_F(Lfm2, ReferenceKernelsAndThreadsAgree) {
 // new sequence (Reset, or the drop) starts from a zero state, so it gives a fresh context's logits.
 TEST_F(Lfm2, RollBackDropsEverythingAndStartsClean) {
   const std::vector<int32_t> a = Tokens(20, 2), b = Tokens(24, 3);
-  const int nv = model_->config().n_vocab;
+  const int nv = model().config().n_vocab;
   auto fresh = Make(8);
   ASSERT_TRUE(fresh->Eval(b.data(), static_cast<int>(b.size()), false).ok());
   auto c = Make(8);
@@ -151,7 +142,7 @@ TEST_F(Lfm2, RollBackDropsEverythingAndStartsClean) {
 // chat / serve: a next prompt that extends the cached one keeps it; one that shares only a prefix is
 // evaluated again from the start (the state cannot go back), giving a fresh context's logits either way.
 TEST_F(Lfm2, PrefixReuseKeepsOnlyWholeHistories) {
-  const int nv = model_->config().n_vocab;
+  const int nv = model().config().n_vocab;
   const std::vector<int32_t> first = Tokens(16, 4);
   std::vector<int32_t> extended = first;
   for (int32_t t : Tokens(9, 5)) extended.push_back(t);
@@ -175,7 +166,7 @@ TEST_F(Lfm2, PrefixReuseKeepsOnlyWholeHistories) {
 
 // serve's continuous batching: two sequences' rows in shared passes, each with its own conv state.
 TEST_F(Lfm2, EvalMultiKeepsEachSequencesState) {
-  const int nv = model_->config().n_vocab;
+  const int nv = model().config().n_vocab;
   const std::vector<int32_t> a = Tokens(12, 7), b = Tokens(9, 8);
   auto alone_a = Make(16), alone_b = Make(16);
   ASSERT_TRUE(alone_a->Eval(a.data(), 12, false).ok());
@@ -194,7 +185,7 @@ TEST_F(Lfm2, TreesAndSpeculationRefused) {
   const Status st = c->EvalTree(toks.data(), parents, 3);
   EXPECT_EQ(st.code(), StatusCode::kUnsupported);
   EXPECT_NE(st.message().find("lfm2"), std::string::npos) << st.message();
-  const Status spec = llm::SpeculativeSupported(model_->config());
+  const Status spec = llm::SpeculativeSupported(model().config());
   EXPECT_EQ(spec.code(), StatusCode::kUnsupported);
   EXPECT_NE(spec.message().find("lfm2"), std::string::npos) << spec.message();
 }
@@ -202,16 +193,16 @@ TEST_F(Lfm2, TreesAndSpeculationRefused) {
 // The commands refuse drafting at start (exit 3, the architecture named) rather than decode wrong tokens;
 // a plain greedy run works.
 TEST_F(Lfm2, CommandsRefuseDraftingAtStart) {
-  const CommandResult run = RunEdgedecode("run -m " + *path_ + " -p Once -n 4 --temp 0 --lookup 4");
+  const CommandResult run = RunEdgedecode("run -m " + path() + " -p Once -n 4 --temp 0 --lookup 4");
   EXPECT_EQ(run.exit_code, 3) << run.err;
   EXPECT_NE(run.err.find("speculative decoding is not supported for lfm2"), std::string::npos) << run.err;
-  const CommandResult serve = RunEdgedecode("serve -m " + *path_ + " --port 0 --lookup 4", "timeout --foreground 60");
+  const CommandResult serve = RunEdgedecode("serve -m " + path() + " --port 0 --lookup 4", "timeout --foreground 60");
   EXPECT_EQ(serve.exit_code, 3) << serve.err;
   EXPECT_NE(serve.err.find("speculative decoding is not supported for lfm2"), std::string::npos) << serve.err;
-  const CommandResult quant = RunEdgedecode("serve -m " + *path_ + " --port 0 --draft-quant q8_0", "timeout --foreground 60");
+  const CommandResult quant = RunEdgedecode("serve -m " + path() + " --port 0 --draft-quant q8_0", "timeout --foreground 60");
   EXPECT_EQ(quant.exit_code, 3) << quant.err;
   EXPECT_NE(quant.err.find("speculative decoding is not supported for lfm2"), std::string::npos) << quant.err;
-  const CommandResult plain = RunEdgedecode("run -m " + *path_ + " -p Once -n 4 --temp 0");
+  const CommandResult plain = RunEdgedecode("run -m " + path() + " -p Once -n 4 --temp 0");
   EXPECT_EQ(plain.exit_code, 0) << plain.err;
 }
 
@@ -220,17 +211,17 @@ TEST_F(Lfm2, PlanCountsAttentionLayersAndConvState) {
   pp.n_ctx = kCtx;
   pp.n_batch = 16;
   pp.type_k = pp.type_v = GgmlType::kF16;
-  const llm::MemoryPlan plan = llm::PlanMemory(*model_, pp);
+  const llm::MemoryPlan plan = llm::PlanMemory(model(), pp);
   bool kv = false, state = false;
   for (const llm::MemoryItem& it : plan.items) {
     if (it.component == "KV cache") {
       kv = true;
-      EXPECT_EQ(it.bytes, llm::KvCacheBytes(model_->config(), kCtx, GgmlType::kF16, GgmlType::kF16, 16));
+      EXPECT_EQ(it.bytes, llm::KvCacheBytes(model().config(), kCtx, GgmlType::kF16, GgmlType::kF16, 16));
       EXPECT_NE(it.detail.find("2 attention layers"), std::string::npos) << it.detail;
     }
     if (it.component == "conv state") {
       state = true;
-      EXPECT_EQ(it.bytes, llm::ConvStateBytes(model_->config()));
+      EXPECT_EQ(it.bytes, llm::ConvStateBytes(model().config()));
     }
   }
   EXPECT_TRUE(kv);

@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "cli_util.h"
+#include "test_models.h"
 #include "llm/context.h"
 #include "llm/model.h"
 #include "llm/prefix_reuse.h"
@@ -21,18 +22,9 @@ constexpr int kCtx = 256;
 
 class SwaRing : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    path_ = new std::string(TempPath("swa-gemma3-tiny.gguf"));
-    ASSERT_EQ(RunEdgedecode("synth --preset gemma3-tiny --type f16 -o " + *path_).exit_code, 0);
-    auto m = llm::Model::Load(*path_, false);
-    ASSERT_TRUE(m.ok()) << m.status().message();
-    model_ = std::move(m).value().release();
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    std::remove(path_->c_str());
-    delete path_;
-  }
+  static void SetUpTestSuite() { models_->AddSynth("swa-gemma3-tiny", "gemma3-tiny", "f16"); }
+  static void TearDownTestSuite() { models_->Clear(); }
+  static const llm::Model& model() { return (*models_)[0]; }
   static std::unique_ptr<llm::Context> Make(int n_batch, GgmlType kv) {
     llm::ContextParams p;
     p.n_ctx = kCtx;
@@ -40,7 +32,7 @@ class SwaRing : public ::testing::Test {
     p.n_threads = 1;
     p.isa = kernels::ResolveIsa("auto").value();
     p.type_k = p.type_v = kv;
-    auto c = llm::Context::Create(*model_, p);
+    auto c = llm::Context::Create(model(), p);
     EXPECT_TRUE(c.ok()) << c.status().message();
     return std::move(c).value();
   }
@@ -64,14 +56,12 @@ class SwaRing : public ::testing::Test {
     const float* l = c.logits(row);
     return static_cast<int>(std::max_element(l, l + c.n_vocab()) - l);
   }
-  static std::string* path_;
-  static llm::Model* model_;
+  static TestModels* models_;
 };
-std::string* SwaRing::path_ = nullptr;
-llm::Model* SwaRing::model_ = nullptr;
+TestModels* SwaRing::models_ = new TestModels;
 
 TEST_F(SwaRing, ModelHasSlidingLayersWithSmallRings) {
-  const llm::ModelConfig& c = model_->config();
+  const llm::ModelConfig& c = model().config();
   ASSERT_EQ(c.n_swa, 16);
   EXPECT_TRUE(c.swa_layer(0) && c.swa_layer(1) && !c.swa_layer(2) && c.swa_layer(3));
   EXPECT_EQ(llm::LayerKvRows(c, 0, kCtx, 1), 16);

@@ -35,6 +35,7 @@ class TestModels {
   }
   size_t size() const { return entries_.size(); }
   const llm::Model& operator[](size_t i) const { return *entries_.at(i).model; }
+  const std::string& path(size_t i) const { return entries_.at(i).path; }
 
  private:
   struct Entry {
