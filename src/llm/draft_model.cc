@@ -103,16 +103,12 @@ std::vector<int32_t> DraftModelDrafter::Window(const std::vector<int32_t>& histo
 Status DraftModelDrafter::Prefill(const std::vector<int32_t>& prompt) {
   const auto t0 = std::chrono::steady_clock::now();
   Status st = prompt.empty() ? Status::Ok() : CatchUp(Window(prompt, 1));
-  if (!st.ok()) {
-    ctx_.Reset();
-    cached_.clear();
-  }
+  if (!st.ok()) StartAfresh();
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return st;
 }
 
-Status DraftModelDrafter::CatchUp(const std::vector<int32_t>& want) {
-  // Keep the common prefix; the last token is evaluated again when cached, for its logits.
+size_t DraftModelDrafter::RollBackTo(const std::vector<int32_t>& want) {
   size_t p = std::mismatch(cached_.begin(), cached_.end(), want.begin(), want.end()).first - cached_.begin();
   p = std::min(p, want.size() - 1);
   if (p < cached_.size()) {
@@ -121,6 +117,11 @@ Status DraftModelDrafter::CatchUp(const std::vector<int32_t>& want) {
     cached_.resize(static_cast<size_t>(ctx_.n_past()));
     p = cached_.size();
   }
+  return p;
+}
+
+Status DraftModelDrafter::CatchUp(const std::vector<int32_t>& want) {
+  const size_t p = RollBackTo(want);
   for (size_t i = p; i < want.size(); i += static_cast<size_t>(ctx_.n_batch())) {
     const int n = static_cast<int>(std::min(want.size() - i, static_cast<size_t>(ctx_.n_batch())));
     ED_RETURN_IF_ERROR(ctx_.Eval(want.data() + i, n, false));
@@ -154,9 +155,7 @@ std::vector<int32_t> DraftModelDrafter::operator()(const std::vector<int32_t>& h
   const auto t0 = std::chrono::steady_clock::now();
   ++stats_.calls;
   if (Status st = Propose(history, n_draft, &draft); !st.ok()) {
-    // The draft context's state is unknown after a failed pass: start it afresh next time.
-    ctx_.Reset();
-    cached_.clear();
+    StartAfresh();
     draft.clear();
   }
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -179,15 +178,7 @@ void DraftModelDrafter::DraftMany(std::vector<Request>& requests) {
     ++d.stats_.calls;
     std::vector<int32_t> want = d.Window(*r.history, r.n_draft);
     if (want.empty() || want.size() + static_cast<size_t>(r.n_draft) > static_cast<size_t>(d.ctx_.n_ctx())) continue;
-    // CatchUp's rollback: keep the common prefix (the last token evaluated again when cached, for its logits).
-    size_t p = std::mismatch(d.cached_.begin(), d.cached_.end(), want.begin(), want.end()).first - d.cached_.begin();
-    p = std::min(p, want.size() - 1);
-    if (p < d.cached_.size()) {
-      d.ctx_.Truncate(static_cast<int>(p));
-      d.stats_.rolled_back += static_cast<int64_t>(d.cached_.size()) - d.ctx_.n_past();
-      d.cached_.resize(static_cast<size_t>(d.ctx_.n_past()));
-      p = d.cached_.size();
-    }
+    const size_t p = d.RollBackTo(want);
     d.stats_.caught_up += static_cast<int64_t>(want.size() - p);
     active.push_back({&r, std::move(want), p});
   }
@@ -197,9 +188,7 @@ void DraftModelDrafter::DraftMany(std::vector<Request>& requests) {
   std::vector<int32_t> drafted(active.size());  // the token each evaluates in a draft step (stable storage)
   auto fail = [&](const std::vector<Active*>& held) {
     for (Active* a : held) {
-      DraftModelDrafter& d = *a->req->drafter;
-      d.ctx_.Reset();
-      d.cached_.clear();
+      a->req->drafter->StartAfresh();
       a->req->draft.clear();
     }
   };
@@ -270,8 +259,7 @@ DraftTree DraftModelDrafter::Tree(const std::vector<int32_t>& history, int max_n
   std::vector<DraftStep> steps;
   DraftTree tree;
   if (Status st = Propose(history, depth, &chain, &steps); !st.ok()) {
-    ctx_.Reset();  // as operator() does
-    cached_.clear();
+    StartAfresh();
   } else {
     tree = TreeFromSteps(steps, max_nodes);
   }

@@ -91,6 +91,14 @@ class DraftModelDrafter {
                  std::vector<DraftStep>* steps = nullptr);
   // Brings the cache to `want`: keeps the common prefix, rolls back the rest, evaluates the new tokens.
   Status CatchUp(const std::vector<int32_t>& want);
+  // CatchUp's first half: drops the cached tokens past the prefix shared with `want` (want's last token is
+  // evaluated again when cached, for its logits); returns the index of want's first token to evaluate.
+  size_t RollBackTo(const std::vector<int32_t>& want);
+  // After a failed pass the draft context's state is unknown: empty it, to start afresh next time.
+  void StartAfresh() {
+    ctx_.Reset();
+    cached_.clear();
+  }
   // The part of `history` the draft context holds: all of it while it fits with n_draft more positions,
   // else its first token (BOS) and the newer half of the context (the window slides by half contexts).
   std::vector<int32_t> Window(const std::vector<int32_t>& history, int n_draft);
