@@ -90,7 +90,7 @@ Status BackToDepth(llm::Context& c, const std::vector<int32_t>& toks, int depth)
 double MacsPerToken(const llm::Model& m) {
   double macs = static_cast<double>(m.output().rows) * static_cast<double>(m.output().cols);
   for (const llm::LayerWeights& L : m.layers())
-    for (const llm::Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.in_proj, &L.out_proj, &L.w_gate, &L.w_up, &L.w_down})
+    for (const llm::Weight* w : L.matrices())
       macs += static_cast<double>(w->rows) * static_cast<double>(w->cols);
   return macs;
 }

@@ -117,7 +117,6 @@ Status Lfm2Config(const gguf::File& f, ModelConfig* c) {
     return Unsupported("lfm2 with sliding-window attention ('" + a + "attention.sliding_window') is not supported");
   if (const gguf::Value* causal = f.Find(a + "attention.causal"); causal != nullptr && causal->as_int() == 0)
     return Unsupported("lfm2 with bidirectional attention ('" + a + "attention.causal' false: an embedding model) is not supported");
-  c->qk_norm = true;
   return Status::Ok();
 }
 
@@ -168,14 +167,11 @@ Status Model::Init(bool load_tokenizer) {
   ED_RETURN_IF_ERROR(need(a + "attention.head_count", &cfg_.n_heads));
   ED_RETURN_IF_ERROR(opt(a + "context_length", 2048, 1, kMaxContext, &cfg_.n_ctx_train));
   const bool lfm2 = cfg_.arch == "lfm2";
-  if (lfm2) {  // a per-layer array (GetIntOr gives the default for it)
-    cfg_.n_kv_heads = cfg_.n_heads;
-    if (const gguf::Value* kv = f.Find(a + "attention.head_count_kv"); kv == nullptr || kv->type != gguf::ValueType::kArray)
-      ED_RETURN_IF_ERROR(opt(a + "attention.head_count_kv", cfg_.n_heads, 1, cfg_.n_heads, &cfg_.n_kv_heads));
-    ED_RETURN_IF_ERROR(Lfm2Config(f, &cfg_));
-  } else {
+  // lfm2 writes head_count_kv as one value per layer, which Lfm2Config reads; a single value is read here.
+  const gguf::Value* kv_heads = f.Find(a + "attention.head_count_kv");
+  if (!lfm2 || kv_heads == nullptr || kv_heads->type != gguf::ValueType::kArray)
     ED_RETURN_IF_ERROR(opt(a + "attention.head_count_kv", cfg_.n_heads, 1, cfg_.n_heads, &cfg_.n_kv_heads));
-  }
+  if (lfm2) ED_RETURN_IF_ERROR(Lfm2Config(f, &cfg_));
   if (cfg_.n_heads % cfg_.n_kv_heads != 0)
     return Corrupt("head_count " + std::to_string(cfg_.n_heads) + " is not a multiple of head_count_kv " +
                    std::to_string(cfg_.n_kv_heads));
@@ -224,7 +220,8 @@ Status Model::Init(bool load_tokenizer) {
   if (cfg_.arch == "gemma3" || cfg_.arch == "gemma2") ED_RETURN_IF_ERROR(GemmaConfig(f, &cfg_));
 
   // Tensors, each checked against the shape the architecture needs.
-  auto weight = [&](const std::string& name, int64_t cols, int64_t rows, Weight* out) -> Status {
+  // The 2-D tensor `name` of cols x rows (rows 0: any count, the vocabulary's), or why it is not there.
+  auto matrix = [&](const std::string& name, int64_t cols, int64_t rows) -> Result<const gguf::TensorInfo*> {
     const gguf::TensorInfo* t = f.FindTensor(name);
     if (!t)
       return NotFound("required tensor '" + name + "' is missing (the architecture needs " + std::to_string(cols) + "x" +
@@ -238,6 +235,10 @@ Status Model::Init(bool load_tokenizer) {
       return Corrupt("tensor '" + name + "' has shape " + shape + ", the architecture needs " + std::to_string(cols) +
                      "x" + (rows > 0 ? std::to_string(rows) : std::string("n_vocab")));
     }
+    return t;
+  };
+  auto weight = [&](const std::string& name, int64_t cols, int64_t rows, Weight* out) -> Status {
+    ED_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, matrix(name, cols, rows));
     if (!quant::CanDequantize(t->ggml_type()))
       return Unsupported("tensor '" + name + "' has type " + TypeName(t->type) +
                          ", which is not supported (supported: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k)");
@@ -295,14 +296,7 @@ Status Model::Init(bool load_tokenizer) {
     ED_RETURN_IF_ERROR(weight(p + "shortconv.out_proj.weight", dim, dim, &L->out_proj));
     const std::string name = p + "shortconv.conv.weight";
     const int64_t taps = cfg_.conv_l;
-    const std::string want = std::to_string(taps) + "x" + std::to_string(dim);
-    const gguf::TensorInfo* t = f.FindTensor(name);
-    if (!t) return NotFound("required tensor '" + name + "' is missing (the architecture needs " + want + ")");
-    if (t->dims.size() != 2 || t->dims[0] != taps || t->dims[1] != dim) {
-      std::string shape;
-      for (size_t i = 0; i < t->dims.size(); ++i) shape += (i > 0 ? "x" : "") + std::to_string(t->dims[i]);
-      return Corrupt("tensor '" + name + "' has shape " + shape + ", the architecture needs " + want);
-    }
+    ED_RETURN_IF_ERROR(matrix(name, taps, dim).status());
     std::vector<float> rows;  // dim rows of `taps`, as stored
     ED_RETURN_IF_ERROR(vec(name, taps * dim, &rows, true));
     L->conv.resize(rows.size());
@@ -450,8 +444,8 @@ size_t Model::RepackForKernels(kernels::Isa isa) {
   // half of qwen3-0.6b q4_0's decode step (4.7 GB/s against the layers' 15).
   std::vector<Weight*> ws;
   for (LayerWeights& L : layers_)
-    for (Weight* x : {&L.wq, &L.wk, &L.wv, &L.wo, &L.in_proj, &L.out_proj, &L.w_gate, &L.w_up, &L.w_down})
-      if (x->data != nullptr) ws.push_back(x);  // a conv layer has no attention matrices, an attention layer no conv ones
+    for (Weight* x : L.matrices())
+      if (x->data != nullptr) ws.push_back(x);
   ws.push_back(&output_);
   auto packs = [&](const Weight& w) { return kernels::CanPack(isa, w.type, w.rows, w.cols); };
   auto bytes = [&](const Weight& w) { return packs(w) ? kernels::PackedBytes(w.type, w.rows, w.cols) : w.nbytes(); };
@@ -486,7 +480,7 @@ std::vector<const Weight*> Model::all_weights() const {
   std::vector<const Weight*> w;
   w.push_back(&token_embd_);
   for (const LayerWeights& L : layers_) {
-    for (const Weight* x : {&L.wq, &L.wk, &L.wv, &L.wo, &L.in_proj, &L.out_proj, &L.w_gate, &L.w_up, &L.w_down})
+    for (const Weight* x : L.matrices())
       if (x->data != nullptr) w.push_back(x);
   }
   if (!cfg_.tied_embeddings) w.push_back(&output_);

@@ -15,6 +15,7 @@
 // share between threads and contexts.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -122,6 +123,13 @@ struct LayerWeights {
   Weight in_proj;
   Weight out_proj;
   std::vector<float> conv;
+
+  // The layer's matrices in evaluation order. Those a layer lacks (lfm2: a conv layer's attention matrices,
+  // an attention layer's conv ones) have no data and no rows.
+  std::array<Weight*, 9> matrices() { return {&wq, &wk, &wv, &wo, &in_proj, &out_proj, &w_gate, &w_up, &w_down}; }
+  std::array<const Weight*, 9> matrices() const {
+    return {&wq, &wk, &wv, &wo, &in_proj, &out_proj, &w_gate, &w_up, &w_down};
+  }
 };
 
 class Model {
