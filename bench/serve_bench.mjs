@@ -159,19 +159,28 @@ async function ttftBusy(streams, promptTokens, samples) {
   return { p50: median(ttfts), samples: ttfts };
 }
 
+// A chat transcript of about `history` tokens (turns of random words), ending where the assistant answers.
+async function transcriptOf(history) {
+  let transcript = "";
+  while ((await tokens(transcript)) < history - 120) transcript += `User: ${words(40)}?\nAssistant: ${words(60)}.\n`;
+  return transcript + `User: ${words(20)}?\nAssistant:`;
+}
+
+// Prompt tokens a request took from the cache: llama-server's timings.cache_n, or edgedecode's counter
+// since `before` (edgedecodeReused() read just before the request).
+async function reusedSince(s, before) {
+  return s.timings?.cache_n ?? (await edgedecodeReused()) - before;
+}
+
 // A transcript of about `history` tokens: its last turn generated, then the next user turn's TTFT (the
 // prefix, prompt and answer, is in the slot's cache) against a fresh prompt of `fresh` tokens.
 async function followup(history, fresh) {
-  let transcript = "";
-  for (let turn = 0; (await tokens(transcript)) < history - 120; turn++)
-    transcript += `User: ${words(40)}?\nAssistant: ${words(60)}.\n`;
-  transcript += `User: ${words(20)}?\nAssistant:`;
+  const transcript = await transcriptOf(history);
   const first = await stream(transcript, 16);
   const next = transcript + first.text + `\nUser: ${words(20)}?\nAssistant:`;
   const reusedBefore = await edgedecodeReused();
   const f = await stream(next, 2);
-  // Prompt tokens the follow-up took from the cache: llama-server's timings.cache_n, or edgedecode's counter.
-  const reused = f.timings?.cache_n ?? (await edgedecodeReused()) - reusedBefore;
+  const reused = await reusedSince(f, reusedBefore);
   const fr = await stream(await promptOf(fresh, "Fresh."), 2);
   // The follow-up's new tokens (those not from the cache) also as a fresh prompt: what the history itself
   // costs on top of the same prefill work. Random-weight answers do not retokenize to the tokens generated
@@ -190,16 +199,13 @@ async function followup(history, fresh) {
 // --fresh tokens, as many as the fresh prompt it is compared with: the ratio is what ~2,000 tokens of cached
 // history add to the same prefill.
 async function followupIds(history, fresh) {
-  let transcript = "";
-  for (let turn = 0; (await tokens(transcript)) < history - 120; turn++)
-    transcript += `User: ${words(40)}?\nAssistant: ${words(60)}.\n`;
-  transcript += `User: ${words(20)}?\nAssistant:`;
+  const transcript = await transcriptOf(history);
   const prefix = [...(await tokenIds(transcript, true)), ...(await tokenIds(` ${words(12)}.`))];
   const first = await stream(prefix, 1);  // the whole history prefilled; the slot's cache holds it
   const turn = await tokenIds(await promptOf(fresh, "\nUser:"));
   const reusedBefore = await edgedecodeReused();
   const f = await stream([...prefix, ...turn], 2);
-  const reused = f.timings?.cache_n ?? (await edgedecodeReused()) - reusedBefore;
+  const reused = await reusedSince(f, reusedBefore);
   const fr = await stream(await promptOf(fresh, "Fresh ids."), 2);
   return { ids_history_tokens: prefix.length, ids_first_ms: first.ttft, ids_followup_ms: f.ttft,
            ids_followup_new_tokens: (f.usage?.prompt_tokens ?? NaN) - reused, ids_followup_reused_tokens: reused,
