@@ -41,7 +41,8 @@ struct Scheduler::Slot {
   int32_t next = -1;  // the sampled token the step's pass evaluates
   std::vector<int32_t> verify;  // the rows of the step's pass: next, then its draft
   int drafted = 0;              // draft rows the last pass evaluated after next (their logits kept)
-  int pause = 0, backoff = 4;   // drafting paused for `pause` more steps; the next pause after a failed draft
+  // The draft length and the pause (see the top of serve_scheduler.h), kept across jobs.
+  llm::DraftLengthChooser chooser{4, 32};
   int generated = 0;
   std::vector<std::pair<double, int32_t>> ranked;  // scratch of TokenLogprobOf
   std::optional<llm::JsonMatcher> matcher;  // the job's response_format
@@ -150,6 +151,7 @@ SchedulerStats Scheduler::Stats() const {
   s.slots_busy = busy_;
   s.kv_cells_used = 0;
   for (int n : kv_used_) s.kv_cells_used += n;
+  s.slots_draft_paused = draft_paused_;
   return s;
 }
 
@@ -184,8 +186,6 @@ void Scheduler::AssignLocked() {
     s.prev = job->prompt.back();
     s.generated = 0;
     s.drafted = 0;
-    s.pause = 0;
-    s.backoff = 4;
     s.matcher.reset();
     if (job->grammar) s.matcher.emplace(job->grammar);
     ++busy_;
@@ -203,7 +203,11 @@ void Scheduler::Loop() {
     }
     Step();
     std::lock_guard<std::mutex> lk(mu_);
-    for (size_t i = 0; i < slots_.size(); ++i) kv_used_[i] = slots_[i]->ctx->n_past();
+    draft_paused_ = 0;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      kv_used_[i] = slots_[i]->ctx->n_past();
+      draft_paused_ += slots_[i]->job && slots_[i]->chooser.pause() > 0;
+    }
   }
 }
 
@@ -214,9 +218,12 @@ namespace {
 // prefilled n_batch tokens at a time).
 constexpr int kChunkWhileDecoding = 16;
 
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
 }  // namespace
 
 void Scheduler::Step() {
+  const double t0 = Now();
   std::vector<Slot*> decoding;
   bool prefill_waits = false;
   for (auto& sp : slots_) {
@@ -232,12 +239,13 @@ void Scheduler::Step() {
   std::vector<llm::SeqTokens> rows;
   std::vector<Slot*> row_slots;
   std::vector<std::pair<Slot*, int>> asks;  // the slots whose draft model drafts, and how many tokens
-  for (Slot* s : decoding) {
-    const int ask = Draft(*s, batch - used - (prefill_waits ? 1 : 0));
-    used += static_cast<int>(s->verify.size()) - 1 + ask;
-    if (ask > 0) asks.emplace_back(s, ask);
+  for (size_t i = 0; i < decoding.size(); ++i) {
+    // The rows so far: this slot's, the earlier slots' with their drafts, one for each later slot.
+    const int ask = Draft(*decoding[i], batch - used - (prefill_waits ? 1 : 0), used, static_cast<int>(decoding.size()) - 1);
+    used += static_cast<int>(decoding[i]->verify.size()) - 1 + ask;
+    if (ask > 0) asks.emplace_back(decoding[i], ask);
   }
-  if (!asks.empty()) DraftWithModel(asks);
+  const double draft_s = asks.empty() ? 0 : DraftWithModel(asks);
   for (Slot* s : decoding) {
     rows.push_back({s->ctx.get(), s->verify.data(), static_cast<int>(s->verify.size()), s->verify.size() > 1});
     row_slots.push_back(s);
@@ -258,7 +266,11 @@ void Scheduler::Step() {
   }
   if (rows.empty()) return;
   if (llm::Context::EvalMulti(rows).ok()) {
-    for (size_t r = 0; r < rows.size(); ++r) Evaluated(*row_slots[r], rows[r].n);
+    int n = 0;
+    for (size_t r = 0; r < rows.size(); ++r) Evaluated(*row_slots[r], rows[r].n), n += rows[r].n;
+    // The step's cost by the rows of its pass, prefill rows included (they cost what verify rows do); the
+    // sampling is in it too, so that plain steps pay their share of what each step costs besides the pass.
+    step_times_.Record(n, Now() - t0 - draft_s, ++steps_);
     return;
   }
   // The shared pass failed without changing any cache: each slot alone, so that the error (a context full,
@@ -270,7 +282,7 @@ void Scheduler::Step() {
   }
 }
 
-int Scheduler::Draft(Slot& s, int room) {
+int Scheduler::Draft(Slot& s, int room, int rows, int others) {
   s.verify.assign(1, s.next);
   if ((spec_.lookup <= 0 && !s.drafter) || s.matcher || room <= 0) return 0;
   const llm::Context& ctx = *s.ctx;
@@ -287,20 +299,58 @@ int Scheduler::Draft(Slot& s, int room) {
     s.cached.pop_back();
   }
   const bool ask_model = draft.empty() && s.drafter;
-  // A pause counts the steps that found a draft (or would ask the draft model: its passes are skipped too).
-  if (s.pause > 0 && (ask_model || !draft.empty())) {
-    --s.pause;
+  if (draft.empty() && !ask_model) return 0;  // nothing to draft: a plain step that costs no choice
+  // The lookup's draft is free; the draft model's tokens cost its passes.
+  const double token_s = !ask_model ? 0 : spec_.fixed_costs.pass_s > 0 ? spec_.fixed_costs.draft_token_s : draft_token_s_;
+  const int n = DraftLength(s, ask_model ? std::min(k, spec_.draft_max) : static_cast<int>(draft.size()), rows, others, token_s);
+  // A pause counts the steps that found a draft or would ask the draft model (its passes are skipped too).
+  if (s.chooser.pause() > 0) {
+    s.chooser.CountPausedStep();
+    std::lock_guard<std::mutex> lk(mu_);
+    ++totals_.draft_paused_steps;
     return 0;
   }
+  if (n <= 0) return 0;
+  if (static_cast<int>(draft.size()) > n) draft.resize(static_cast<size_t>(n));
   s.verify.insert(s.verify.end(), draft.begin(), draft.end());
-  return ask_model ? std::min(k, spec_.draft_max) : 0;
+  return ask_model ? n : 0;
 }
 
-void Scheduler::DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks) {
+std::vector<double> Scheduler::StepEstimates(int rows, int k_max, double token_s) const {
+  std::vector<double> est;
+  const SpecOptions::FixedCosts& f = spec_.fixed_costs;
+  if (f.pass_s > 0) {
+    for (int k = 0; k <= k_max; ++k) est.push_back(f.pass_s + (rows + k) * f.row_s);
+  } else {
+    est = step_times_.Estimates(rows, rows + k_max);
+  }
+  for (size_t k = 1; k < est.size(); ++k)
+    if (est[k] > 0) est[k] += static_cast<double>(k) * token_s;
+  return est;
+}
+
+int Scheduler::DraftLength(Slot& s, int k_max, int rows, int others, double token_s) {
+  if (k_max <= 0) return 0;
+  const std::vector<double> est = StepEstimates(rows, k_max, token_s);
+  // A plain step's time first: every other estimate is relative to it (the chooser is not asked).
+  if (est.empty() || est[0] <= 0) return 0;
+  const bool probing = s.chooser.probing();
+  const int k = s.chooser.Choose(k_max, est, step_times_, rows, others);
+  // Drafting wins on its own (not a pause's step or its probe): the next pause is a short one again. (Not
+  // on every accepted draft, as `run` does: a draft that is right but costs more than it saves would be
+  // probed every few steps.)
+  if (!probing && k > 0 && s.chooser.pause() == 0) s.chooser.ResetBackoff();
+  return k;
+}
+
+double Scheduler::DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks) {
+  const double t0 = Now();
   std::vector<llm::DraftModelDrafter::Request> requests;
+  int longest = 0;
   for (const auto& [s, n] : asks) {
     s->cached.push_back(s->next);  // the history the draft continues, as for the lookup
     requests.push_back({s->drafter.get(), &s->cached, n, {}});
+    longest = std::max(longest, n);
   }
   llm::DraftModelDrafter::DraftMany(requests);
   for (size_t i = 0; i < asks.size(); ++i) {
@@ -308,6 +358,12 @@ void Scheduler::DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks) {
     s.cached.pop_back();
     s.verify.insert(s.verify.end(), requests[i].draft.begin(), requests[i].draft.end());
   }
+  // Per drafted token: the shared passes take one greedy step of every slot at once, so the longest draft
+  // sets their number (the catch-up pass is charged to it too).
+  const double seconds = Now() - t0;
+  const double per_token = seconds / std::max(longest, 1);
+  draft_token_s_ = draft_token_s_ > 0 ? 0.75 * draft_token_s_ + 0.25 * std::min(per_token, 2 * draft_token_s_) : per_token;
+  return seconds;
 }
 
 int Scheduler::PrefillChunk(Slot& s, int limit) {
@@ -360,9 +416,15 @@ bool Scheduler::Decode(Slot& s) {
         std::lock_guard<std::mutex> lk(mu_);
         totals_.draft_tokens += static_cast<uint64_t>(k);
         totals_.draft_accepted += static_cast<uint64_t>(row);
+        ++totals_.draft_passes;
       }
-      if (row == 0) s.pause = s.backoff, s.backoff = std::min(2 * s.backoff, 32);
-      else s.backoff = 4;
+      // A job that ended in the draft says nothing of it (an end-of-generation token is no rejection).
+      if (more) {
+        s.chooser.RecordPass(row, row < k);
+        // Rejected at its first token: a pause, whatever the costs (a drafter that never matches is paused
+        // after a bounded number of steps, however cheap its drafts look).
+        if (row == 0) s.chooser.Pause();
+      }
     }
     if (!more) return false;
     s.next = t;
