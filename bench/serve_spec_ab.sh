@@ -51,7 +51,7 @@ run_one() {  # CONFIG SLOTS REP
   local name=$1 slots=$2 rep=$3 port extra
   port=$(free_port)
   extra_of "$name"
-  "$bin" serve -m "$model" --host 127.0.0.1 --port "$port" --parallel "$slots" -c 1024 -t "$threads" "${extra[@]}" \
+  "$bin" serve -m "$model" --host 127.0.0.1 --port "$port" --parallel "$slots" -c $((tg + 256)) -t "$threads" "${extra[@]}" \
     >"$log/server.log" 2>&1 &
   pid=$!
   until [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health") == 200 ]]; do

@@ -121,7 +121,6 @@ TEST_F(SchedulerSpec, DraftThatNeverMatchesIsPaused) {
   EXPECT_LE(st.draft_passes, 2u * 14);
   EXPECT_GE(st.draft_paused_steps, 2u * (kTokens - 40));
   EXPECT_LE(st.draft_accepted * 10, st.draft_tokens);
-  EXPECT_EQ(st.slots_draft_paused, 0);  // the jobs are done: no busy slot
 }
 
 // The model drafting for itself with cheap draft tokens: every draft is right, so every step drafts.

@@ -42,7 +42,12 @@ struct Scheduler::Slot {
   std::vector<int32_t> verify;  // the rows of the step's pass: next, then its draft
   int drafted = 0;              // draft rows the last pass evaluated after next (their logits kept)
   // The draft length and the pause (see the top of serve_scheduler.h), kept across jobs.
-  llm::DraftLengthChooser chooser{4, 32};
+  llm::DraftLengthChooser chooser{4, 128};
+  // What the draft model continues: the first token and the cached tokens from draft_from on (0: all of
+  // them), then next; draft_seen: the cached tokens at its last draft (see DraftWithModel).
+  size_t draft_from = 0, draft_seen = 0;
+  bool probe = false;  // this step's draft counts against a pause or probes after one
+  std::vector<int32_t> draft_view;
   int generated = 0;
   std::vector<std::pair<double, int32_t>> ranked;  // scratch of TokenLogprobOf
   std::optional<llm::JsonMatcher> matcher;  // the job's response_format
@@ -186,6 +191,8 @@ void Scheduler::AssignLocked() {
     s.prev = job->prompt.back();
     s.generated = 0;
     s.drafted = 0;
+    s.draft_seen = best_len;  // the draft cache may hold the shared prefix (its drafter keeps what matches)
+    s.draft_from = 0;
     s.matcher.reset();
     if (job->grammar) s.matcher.emplace(job->grammar);
     ++busy_;
@@ -302,6 +309,7 @@ int Scheduler::Draft(Slot& s, int room, int rows, int others) {
   if (draft.empty() && !ask_model) return 0;  // nothing to draft: a plain step that costs no choice
   // The lookup's draft is free; the draft model's tokens cost its passes.
   const double token_s = !ask_model ? 0 : spec_.fixed_costs.pass_s > 0 ? spec_.fixed_costs.draft_token_s : draft_token_s_;
+  s.probe = s.chooser.probing();
   const int n = DraftLength(s, ask_model ? std::min(k, spec_.draft_max) : static_cast<int>(draft.size()), rows, others, token_s);
   // A pause counts the steps that found a draft or would ask the draft model (its passes are skipped too).
   if (s.chooser.pause() > 0) {
@@ -343,13 +351,37 @@ int Scheduler::DraftLength(Slot& s, int k_max, int rows, int others, double toke
   return k;
 }
 
+namespace {
+
+// The most tokens the draft model catches up on before a probe: after a pause longer than this, it restarts
+// from the first token and the newest kDraftWindow ones, so that a probe costs a few draft-model rows
+// rather than every token generated while drafting was paused (on a small model, that catch-up costs a
+// large part of what plain decoding does). Drafting on from there, its view grows from the same start and
+// each draft evaluates only the new tokens. (Drafts are proposals: what the draft model sees changes which
+// are accepted, never the tokens out.)
+constexpr size_t kDraftWindow = 16;
+
+}  // namespace
+
 double Scheduler::DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks) {
   const double t0 = Now();
   std::vector<llm::DraftModelDrafter::Request> requests;
   int longest = 0;
+  bool steady = true;  // every slot drafted in the step before: only a few tokens to catch up on
   for (const auto& [s, n] : asks) {
+    const size_t have = s->cached.size();
+    if (have < s->draft_seen || s->draft_from > have) s->draft_from = 0, s->draft_seen = 0;  // defensive
+    steady = steady && have - s->draft_seen <= static_cast<size_t>(spec_.draft_max) + 1;
+    if (s->probe && have - s->draft_seen > kDraftWindow && have > kDraftWindow + 1) s->draft_from = have - kDraftWindow;
+    s->draft_seen = have;
     s->cached.push_back(s->next);  // the history the draft continues, as for the lookup
-    requests.push_back({s->drafter.get(), &s->cached, n, {}});
+    const std::vector<int32_t>* view = &s->cached;
+    if (s->draft_from > 0) {
+      s->draft_view.assign(1, s->cached[0]);
+      s->draft_view.insert(s->draft_view.end(), s->cached.begin() + static_cast<long>(s->draft_from), s->cached.end());
+      view = &s->draft_view;
+    }
+    requests.push_back({s->drafter.get(), view, n, {}});
     longest = std::max(longest, n);
   }
   llm::DraftModelDrafter::DraftMany(requests);
@@ -359,10 +391,13 @@ double Scheduler::DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks)
     s.verify.insert(s.verify.end(), requests[i].draft.begin(), requests[i].draft.end());
   }
   // Per drafted token: the shared passes take one greedy step of every slot at once, so the longest draft
-  // sets their number (the catch-up pass is charged to it too).
+  // sets their number. Measured while drafting goes on (the catch-up of a step's accepted tokens charged to
+  // it), not on a probe's or a new prompt's longer catch-up, a one-off cost of resuming.
   const double seconds = Now() - t0;
-  const double per_token = seconds / std::max(longest, 1);
-  draft_token_s_ = draft_token_s_ > 0 ? 0.75 * draft_token_s_ + 0.25 * std::min(per_token, 2 * draft_token_s_) : per_token;
+  if (steady) {
+    const double per_token = seconds / std::max(longest, 1);
+    draft_token_s_ = draft_token_s_ > 0 ? 0.75 * draft_token_s_ + 0.25 * std::min(per_token, 2 * draft_token_s_) : per_token;
+  }
   return seconds;
 }
 
