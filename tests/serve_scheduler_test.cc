@@ -105,7 +105,7 @@ class SchedulerSpec : public ::testing::Test {
 const std::vector<std::string> kPrompts = {kStory, "Once upon a time, there was a little girl named"};
 
 // Cheap drafts from a model that is never right: every pass is rejected at its first token, so the slot
-// pauses (4 steps, doubling to 32) and only its probes draft.
+// pauses (4 steps, doubling to 128) and only its probes draft.
 TEST_F(SchedulerSpec, DraftThatNeverMatchesIsPaused) {
   const Served plain = Serve(nullptr, {}, kPrompts);
   const Served spec = Serve(random_, Costs(1e-5), kPrompts);
@@ -117,7 +117,7 @@ TEST_F(SchedulerSpec, DraftThatNeverMatchesIsPaused) {
   EXPECT_EQ(plain.stats.draft_passes, 0u);
   EXPECT_GT(st.draft_passes, 0u);  // it was tried
   // Two slots of kTokens steps each (a rejected pass gives one token): without the pause every step would
-  // draft; with it, a handful of passes before the pauses reach 32 steps, then one probe per 33 steps.
+  // draft; with it, a handful of passes as the pauses double (4, 8, 16, ... steps).
   EXPECT_LE(st.draft_passes, 2u * 14);
   EXPECT_GE(st.draft_paused_steps, 2u * (kTokens - 40));
   EXPECT_LE(st.draft_accepted * 10, st.draft_tokens);
@@ -136,7 +136,7 @@ TEST_F(SchedulerSpec, PerfectCheapDraftKeepsDrafting) {
 }
 
 // The same perfect draft when each drafted token costs two plain steps: drafting cannot pay, so the slots
-// pause and probe now and then (every 32 steps at most once they keep losing), whatever the acceptance.
+// pause and probe now and then (less often each time they lose), whatever the acceptance.
 TEST_F(SchedulerSpec, PerfectCostlyDraftIsPaused) {
   const Served plain = Serve(nullptr, {}, kPrompts);
   const Served spec = Serve(target_, Costs(2e-3), kPrompts);

@@ -18,7 +18,7 @@
 // pass (the extra verify rows) and what the draft model costs per drafted token. Each step a slot drafts
 // the length with the most expected tokens per second for the whole pass (the other slots' tokens
 // included, which the extra rows slow down too); where plain steps win, or where a draft is rejected at its
-// first token, the slot pauses drafting (4 steps, doubling to 32 while it keeps losing) and then probes
+// first token, the slot pauses drafting (4 steps, doubling to 128 while it keeps losing) and then probes
 // with one draft. The slot's estimate and pause carry over to its next job (they measure the drafter on
 // this traffic). Timing decides which steps draft and how much, never which tokens come out.
 //
@@ -27,7 +27,8 @@
 // and next: the accepted ones are caught up on, the rejected ones rolled back, a new job's prompt keeps the
 // prefix it shares) proposes up to draft_max tokens greedily, which go into the slot's row exactly as a
 // lookup draft does. With --lookup too, the n-gram lookup is asked first and the draft model only when it
-// finds nothing (as `run` chains them). The slots' draft contexts draft together, in shared passes of the
+// finds nothing (as `run` chains them). A probe after a pause catches the draft model up on the slot's first
+// and newest tokens only (see DraftWithModel). The slots' draft contexts draft together, in shared passes of the
 // draft model (llm::DraftModelDrafter::DraftMany).
 #pragma once
 
