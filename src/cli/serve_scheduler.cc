@@ -240,6 +240,12 @@ void Scheduler::Step() {
     else if (!s.prefilling && Decode(s)) decoding.push_back(&s);
     prefill_waits = prefill_waits || (s.job && s.prefilling);
   }
+  // The last pass's cost: its own time and the sampling of its rows just done (a draft's rows are sampled
+  // in the step after it: charged to the pass of the next step's row count, they would make plain steps
+  // look dearer than they are).
+  const double t1 = Now();
+  if (last_rows_ > 0) step_times_.Record(last_rows_, last_pass_s_ + (t1 - t0), ++steps_);
+  last_rows_ = 0;
   // Every row of a pass with drafts fits in one pass (their logits are kept); one row stays for a prefill.
   const int batch = std::min(slots_.empty() ? 1 : slots_[0]->ctx->n_batch(), n_batch_);
   int used = static_cast<int>(decoding.size());
@@ -275,9 +281,10 @@ void Scheduler::Step() {
   if (llm::Context::EvalMulti(rows).ok()) {
     int n = 0;
     for (size_t r = 0; r < rows.size(); ++r) Evaluated(*row_slots[r], rows[r].n), n += rows[r].n;
-    // The step's cost by the rows of its pass, prefill rows included (they cost what verify rows do); the
-    // sampling is in it too, so that plain steps pay their share of what each step costs besides the pass.
-    step_times_.Record(n, Now() - t0 - draft_s, ++steps_);
+    // The pass's cost by its rows, prefill rows included (they cost what verify rows do), with the drafting
+    // choices but not the draft model's time; the sampling of its rows is added in the next step.
+    last_rows_ = n;
+    last_pass_s_ = Now() - t1 - draft_s;
     return;
   }
   // The shared pass failed without changing any cache: each slot alone, so that the error (a context full,

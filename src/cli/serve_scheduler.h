@@ -200,6 +200,8 @@ class Scheduler {
   // draft model's time left out), and the draft model's seconds per drafted token (0: not measured yet).
   llm::PassTimes step_times_;
   int64_t steps_ = 0;
+  int last_rows_ = 0;        // the rows of the last step's pass (0: none to record) ...
+  double last_pass_s_ = 0;   // ... and its seconds, the sampling of its rows not yet counted
   double draft_token_s_ = 0;
   std::thread thread_;
 };
