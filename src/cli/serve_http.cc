@@ -418,6 +418,13 @@ std::string Api::Metrics() const {
          one("edgedecode_draft_tokens_total", static_cast<double>(st.draft_tokens)));
   metric("edgedecode_draft_tokens_accepted_total", "counter", "Speculative decoding: drafted tokens the model confirmed.",
          one("edgedecode_draft_tokens_accepted_total", static_cast<double>(st.draft_accepted)));
+  metric("edgedecode_draft_passes_total", "counter", "Speculative decoding: slot steps that verified a draft.",
+         one("edgedecode_draft_passes_total", static_cast<double>(st.draft_passes)));
+  metric("edgedecode_draft_paused_steps_total", "counter",
+         "Speculative decoding: slot steps that did not draft because the slot's drafting was paused (drafts that lose time or fail).",
+         one("edgedecode_draft_paused_steps_total", static_cast<double>(st.draft_paused_steps)));
+  metric("edgedecode_slots_draft_paused", "gauge", "Speculative decoding: busy slots whose drafting is paused now.",
+         one("edgedecode_slots_draft_paused", st.slots_draft_paused));
   metric("edgedecode_queue_depth", "gauge", "Requests waiting for a slot.", one("edgedecode_queue_depth", st.queue_depth));
   metric("edgedecode_slots_busy", "gauge", "Slots generating.", one("edgedecode_slots_busy", st.slots_busy));
   metric("edgedecode_slots", "gauge", "Slots (--parallel).", one("edgedecode_slots", st.slots));

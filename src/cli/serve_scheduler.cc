@@ -41,7 +41,13 @@ struct Scheduler::Slot {
   int32_t next = -1;  // the sampled token the step's pass evaluates
   std::vector<int32_t> verify;  // the rows of the step's pass: next, then its draft
   int drafted = 0;              // draft rows the last pass evaluated after next (their logits kept)
-  int pause = 0, backoff = 4;   // drafting paused for `pause` more steps; the next pause after a failed draft
+  // The draft length and the pause (see the top of serve_scheduler.h), kept across jobs.
+  llm::DraftLengthChooser chooser{4, 128};
+  // What the draft model continues: the first token and the cached tokens from draft_from on (0: all of
+  // them), then next; draft_seen: the cached tokens at its last draft (see DraftWithModel).
+  size_t draft_from = 0, draft_seen = 0;
+  bool probe = false;  // this step's draft counts against a pause or probes after one
+  std::vector<int32_t> draft_view;
   int generated = 0;
   std::vector<std::pair<double, int32_t>> ranked;  // scratch of TokenLogprobOf
   std::optional<llm::JsonMatcher> matcher;  // the job's response_format
@@ -150,6 +156,7 @@ SchedulerStats Scheduler::Stats() const {
   s.slots_busy = busy_;
   s.kv_cells_used = 0;
   for (int n : kv_used_) s.kv_cells_used += n;
+  s.slots_draft_paused = draft_paused_;
   return s;
 }
 
@@ -184,8 +191,8 @@ void Scheduler::AssignLocked() {
     s.prev = job->prompt.back();
     s.generated = 0;
     s.drafted = 0;
-    s.pause = 0;
-    s.backoff = 4;
+    s.draft_seen = best_len;  // the draft cache may hold the shared prefix (its drafter keeps what matches)
+    s.draft_from = 0;
     s.matcher.reset();
     if (job->grammar) s.matcher.emplace(job->grammar);
     ++busy_;
@@ -203,7 +210,11 @@ void Scheduler::Loop() {
     }
     Step();
     std::lock_guard<std::mutex> lk(mu_);
-    for (size_t i = 0; i < slots_.size(); ++i) kv_used_[i] = slots_[i]->ctx->n_past();
+    draft_paused_ = 0;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      kv_used_[i] = slots_[i]->ctx->n_past();
+      draft_paused_ += slots_[i]->job && slots_[i]->chooser.pause() > 0;
+    }
   }
 }
 
@@ -214,9 +225,12 @@ namespace {
 // prefilled n_batch tokens at a time).
 constexpr int kChunkWhileDecoding = 16;
 
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
 }  // namespace
 
 void Scheduler::Step() {
+  const double t0 = Now();
   std::vector<Slot*> decoding;
   bool prefill_waits = false;
   for (auto& sp : slots_) {
@@ -226,18 +240,25 @@ void Scheduler::Step() {
     else if (!s.prefilling && Decode(s)) decoding.push_back(&s);
     prefill_waits = prefill_waits || (s.job && s.prefilling);
   }
+  // The last pass's cost: its own time and the sampling of its rows just done (a draft's rows are sampled
+  // in the step after it: charged to the pass of the next step's row count, they would make plain steps
+  // look dearer than they are).
+  const double t1 = Now();
+  if (last_rows_ > 0) step_times_.Record(last_rows_, last_pass_s_ + (t1 - t0), ++steps_);
+  last_rows_ = 0;
   // Every row of a pass with drafts fits in one pass (their logits are kept); one row stays for a prefill.
   const int batch = std::min(slots_.empty() ? 1 : slots_[0]->ctx->n_batch(), n_batch_);
   int used = static_cast<int>(decoding.size());
   std::vector<llm::SeqTokens> rows;
   std::vector<Slot*> row_slots;
   std::vector<std::pair<Slot*, int>> asks;  // the slots whose draft model drafts, and how many tokens
-  for (Slot* s : decoding) {
-    const int ask = Draft(*s, batch - used - (prefill_waits ? 1 : 0));
-    used += static_cast<int>(s->verify.size()) - 1 + ask;
-    if (ask > 0) asks.emplace_back(s, ask);
+  for (size_t i = 0; i < decoding.size(); ++i) {
+    // The rows so far: this slot's, the earlier slots' with their drafts, one for each later slot.
+    const int ask = Draft(*decoding[i], batch - used - (prefill_waits ? 1 : 0), used, static_cast<int>(decoding.size()) - 1);
+    used += static_cast<int>(decoding[i]->verify.size()) - 1 + ask;
+    if (ask > 0) asks.emplace_back(decoding[i], ask);
   }
-  if (!asks.empty()) DraftWithModel(asks);
+  const double draft_s = asks.empty() ? 0 : DraftWithModel(asks);
   for (Slot* s : decoding) {
     rows.push_back({s->ctx.get(), s->verify.data(), static_cast<int>(s->verify.size()), s->verify.size() > 1});
     row_slots.push_back(s);
@@ -258,7 +279,12 @@ void Scheduler::Step() {
   }
   if (rows.empty()) return;
   if (llm::Context::EvalMulti(rows).ok()) {
-    for (size_t r = 0; r < rows.size(); ++r) Evaluated(*row_slots[r], rows[r].n);
+    int n = 0;
+    for (size_t r = 0; r < rows.size(); ++r) Evaluated(*row_slots[r], rows[r].n), n += rows[r].n;
+    // The pass's cost by its rows, prefill rows included (they cost what verify rows do), with the drafting
+    // choices but not the draft model's time; the sampling of its rows is added in the next step.
+    last_rows_ = n;
+    last_pass_s_ = Now() - t1 - draft_s;
     return;
   }
   // The shared pass failed without changing any cache: each slot alone, so that the error (a context full,
@@ -270,7 +296,7 @@ void Scheduler::Step() {
   }
 }
 
-int Scheduler::Draft(Slot& s, int room) {
+int Scheduler::Draft(Slot& s, int room, int rows, int others) {
   s.verify.assign(1, s.next);
   if ((spec_.lookup <= 0 && !s.drafter) || s.matcher || room <= 0) return 0;
   const llm::Context& ctx = *s.ctx;
@@ -287,20 +313,83 @@ int Scheduler::Draft(Slot& s, int room) {
     s.cached.pop_back();
   }
   const bool ask_model = draft.empty() && s.drafter;
-  // A pause counts the steps that found a draft (or would ask the draft model: its passes are skipped too).
-  if (s.pause > 0 && (ask_model || !draft.empty())) {
-    --s.pause;
+  if (draft.empty() && !ask_model) return 0;  // nothing to draft: a plain step that costs no choice
+  // The lookup's draft is free; the draft model's tokens cost its passes.
+  const double token_s = !ask_model ? 0 : spec_.fixed_costs.pass_s > 0 ? spec_.fixed_costs.draft_token_s : draft_token_s_;
+  s.probe = s.chooser.probing();
+  const int n = DraftLength(s, ask_model ? std::min(k, spec_.draft_max) : static_cast<int>(draft.size()), rows, others, token_s);
+  // A pause counts the steps that found a draft or would ask the draft model (its passes are skipped too).
+  if (s.chooser.pause() > 0) {
+    s.chooser.CountPausedStep();
+    std::lock_guard<std::mutex> lk(mu_);
+    ++totals_.draft_paused_steps;
     return 0;
   }
+  if (n <= 0) return 0;
+  if (static_cast<int>(draft.size()) > n) draft.resize(static_cast<size_t>(n));
   s.verify.insert(s.verify.end(), draft.begin(), draft.end());
-  return ask_model ? std::min(k, spec_.draft_max) : 0;
+  return ask_model ? n : 0;
 }
 
-void Scheduler::DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks) {
+std::vector<double> Scheduler::StepEstimates(int rows, int k_max, double token_s) const {
+  std::vector<double> est;
+  const SpecOptions::FixedCosts& f = spec_.fixed_costs;
+  if (f.pass_s > 0) {
+    for (int k = 0; k <= k_max; ++k) est.push_back(f.pass_s + (rows + k) * f.row_s);
+  } else {
+    est = step_times_.Estimates(rows, rows + k_max);
+  }
+  for (size_t k = 1; k < est.size(); ++k)
+    if (est[k] > 0) est[k] += static_cast<double>(k) * token_s;
+  return est;
+}
+
+int Scheduler::DraftLength(Slot& s, int k_max, int rows, int others, double token_s) {
+  if (k_max <= 0) return 0;
+  const std::vector<double> est = StepEstimates(rows, k_max, token_s);
+  // A plain step's time first: every other estimate is relative to it (the chooser is not asked).
+  if (est.empty() || est[0] <= 0) return 0;
+  const bool probing = s.chooser.probing();
+  const int k = s.chooser.Choose(k_max, est, step_times_, rows, others);
+  // Drafting wins on its own (not a pause's step or its probe): the next pause is a short one again. (Not
+  // on every accepted draft, as `run` does: a draft that is right but costs more than it saves would be
+  // probed every few steps.)
+  if (!probing && k > 0 && s.chooser.pause() == 0) s.chooser.ResetBackoff();
+  return k;
+}
+
+namespace {
+
+// The most tokens the draft model catches up on before a probe: after a pause longer than this, it restarts
+// from the first token and the newest kDraftWindow ones, so that a probe costs a few draft-model rows
+// rather than every token generated while drafting was paused (on a small model, that catch-up costs a
+// large part of what plain decoding does). Drafting on from there, its view grows from the same start and
+// each draft evaluates only the new tokens. (Drafts are proposals: what the draft model sees changes which
+// are accepted, never the tokens out.)
+constexpr size_t kDraftWindow = 16;
+
+}  // namespace
+
+double Scheduler::DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks) {
+  const double t0 = Now();
   std::vector<llm::DraftModelDrafter::Request> requests;
+  int longest = 0;
+  bool steady = true;  // every slot drafted in the step before: only a few tokens to catch up on
   for (const auto& [s, n] : asks) {
+    const size_t have = s->cached.size();
+    if (have < s->draft_seen || s->draft_from > have) s->draft_from = 0, s->draft_seen = 0;  // defensive
+    steady = steady && have - s->draft_seen <= static_cast<size_t>(spec_.draft_max) + 1;
+    if (s->probe && have - s->draft_seen > kDraftWindow && have > kDraftWindow + 1) s->draft_from = have - kDraftWindow;
+    s->draft_seen = have;
     s->cached.push_back(s->next);  // the history the draft continues, as for the lookup
-    requests.push_back({s->drafter.get(), &s->cached, n, {}});
+    const std::vector<int32_t>* view = &s->cached;
+    if (s->draft_from > 0) {
+      s->draft_view.assign(1, s->cached[0]);
+      s->draft_view.insert(s->draft_view.end(), s->cached.begin() + static_cast<long>(s->draft_from), s->cached.end());
+      view = &s->draft_view;
+    }
+    requests.push_back({s->drafter.get(), view, n, {}});
+    longest = std::max(longest, n);
   }
   llm::DraftModelDrafter::DraftMany(requests);
   for (size_t i = 0; i < asks.size(); ++i) {
@@ -308,6 +397,15 @@ void Scheduler::DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks) {
     s.cached.pop_back();
     s.verify.insert(s.verify.end(), requests[i].draft.begin(), requests[i].draft.end());
   }
+  // Per drafted token: the shared passes take one greedy step of every slot at once, so the longest draft
+  // sets their number. Measured while drafting goes on (the catch-up of a step's accepted tokens charged to
+  // it), not on a probe's or a new prompt's longer catch-up, a one-off cost of resuming.
+  const double seconds = Now() - t0;
+  if (steady) {
+    const double per_token = seconds / std::max(longest, 1);
+    draft_token_s_ = draft_token_s_ > 0 ? 0.75 * draft_token_s_ + 0.25 * std::min(per_token, 2 * draft_token_s_) : per_token;
+  }
+  return seconds;
 }
 
 int Scheduler::PrefillChunk(Slot& s, int limit) {
@@ -360,9 +458,15 @@ bool Scheduler::Decode(Slot& s) {
         std::lock_guard<std::mutex> lk(mu_);
         totals_.draft_tokens += static_cast<uint64_t>(k);
         totals_.draft_accepted += static_cast<uint64_t>(row);
+        ++totals_.draft_passes;
       }
-      if (row == 0) s.pause = s.backoff, s.backoff = std::min(2 * s.backoff, 32);
-      else s.backoff = 4;
+      // A job that ended in the draft says nothing of it (an end-of-generation token is no rejection).
+      if (more) {
+        s.chooser.RecordPass(row, row < k);
+        // Rejected at its first token: a pause, whatever the costs (a drafter that never matches is paused
+        // after a bounded number of steps, however cheap its drafts look).
+        if (row == 0) s.chooser.Pause();
+      }
     }
     if (!more) return false;
     s.next = t;

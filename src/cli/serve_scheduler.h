@@ -11,15 +11,24 @@
 // logits of every row kept; the next step samples from those rows one by one, as plain decoding would, while
 // the sampled token equals the drafted one, and drops the rejected rows from the slot's cache. The tokens
 // out are those of plain decoding (same sampler calls, same logits bits); only the tokens per pass change.
-// A slot whose drafts keep failing pauses drafting (4 steps, doubling to 32 while probes fail). Jobs with a
-// response_format do not draft. Prints nothing.
+// Jobs with a response_format do not draft. Prints nothing.
+//
+// Drafting is cost-aware (llm::DraftLengthChooser, as `run`'s adaptive chains): each slot keeps a running
+// estimate of its per-token acceptance, and the scheduler measures what a step costs by the rows of its
+// pass (the extra verify rows) and what the draft model costs per drafted token. Each step a slot drafts
+// the length with the most expected tokens per second for the whole pass (the other slots' tokens
+// included, which the extra rows slow down too); where plain steps win, or where a draft is rejected at its
+// first token, the slot pauses drafting (4 steps, doubling to 128 while it keeps losing) and then probes
+// with one draft. The slot's estimate and pause carry over to its next job (they measure the drafter on
+// this traffic). Timing decides which steps draft and how much, never which tokens come out.
 //
 // With a draft model (`serve --draft` / `--draft-quant`) each slot has a context over the draft model as well,
 // sized like its own: an llm::DraftModelDrafter that follows the slot's history (the tokens its cache holds
 // and next: the accepted ones are caught up on, the rejected ones rolled back, a new job's prompt keeps the
 // prefix it shares) proposes up to draft_max tokens greedily, which go into the slot's row exactly as a
 // lookup draft does. With --lookup too, the n-gram lookup is asked first and the draft model only when it
-// finds nothing (as `run` chains them). The slots' draft contexts draft together, in shared passes of the
+// finds nothing (as `run` chains them). A probe after a pause catches the draft model up on the slot's first
+// and newest tokens only (see DraftWithModel). The slots' draft contexts draft together, in shared passes of the
 // draft model (llm::DraftModelDrafter::DraftMany).
 #pragma once
 
@@ -36,6 +45,7 @@
 
 #include "edgedecode/status.h"
 #include "llm/context.h"
+#include "llm/draft_length.h"
 #include "llm/json_constraint.h"
 #include "llm/sampler.h"
 #include "tok/tokenizer.h"
@@ -88,6 +98,10 @@ struct Job {
 struct SchedulerStats {
   uint64_t prompt_tokens = 0, completion_tokens = 0, reused_tokens = 0;
   uint64_t draft_tokens = 0, draft_accepted = 0;  // speculative decoding: drafted, and kept
+  uint64_t draft_passes = 0;        // slot steps that verified a draft
+  uint64_t draft_paused_steps = 0;  // slot steps that had a draft (or would have asked the draft model) but
+                                    // did not draft: the slot's drafting paused (losing or failing drafts)
+  int slots_draft_paused = 0;       // busy slots whose drafting is paused now
   int queue_depth = 0, slots_busy = 0, slots = 0;
   int64_t kv_cells_used = 0, kv_cells_total = 0;
 };
@@ -98,6 +112,12 @@ struct SpecOptions {
   int ngram_max = 3;  // the n-gram sizes matched, longest first
   int ngram_min = 1;
   int draft_max = 8;  // with draft contexts: the longest draft of the draft model
+  // A testing tool, never a user option: pass_s > 0 replaces the measured costs (a step whose pass has n rows
+  // takes pass_s + n * row_s seconds, a token of the draft model draft_token_s), so that a test's drafting
+  // decisions do not depend on the machine's timing.
+  struct FixedCosts {
+    double pass_s = 0, row_s = 0, draft_token_s = 0;
+  } fixed_costs;
 };
 
 class Scheduler {
@@ -138,9 +158,17 @@ class Scheduler {
   // Sets s.verify to s.next and up to `room` draft tokens after it: the n-gram lookup's (none while paused,
   // for grammar jobs, or near the limits). Returns how many tokens the slot's draft model is to propose
   // instead (0: none), which DraftWithModel appends.
-  int Draft(Slot& s, int room);
+  // rows: the rows of the pass so far, the slot's own (next) included; others: the other decoding slots.
+  int Draft(Slot& s, int room, int rows, int others);
+  // The draft length of a slot (its chooser over StepEstimates), at most k_max; 0: no draft this step (plain
+  // steps win, paused, or nothing measured yet).
+  int DraftLength(Slot& s, int k_max, int rows, int others, double token_s);
+  // The estimated seconds of the step with k = 0..k_max drafted tokens added to a pass of `rows` rows, each
+  // drafted token costing token_s as well (0 at k = 0 when nothing is measured yet).
+  std::vector<double> StepEstimates(int rows, int k_max, double token_s) const;
   // The draft models of the slots that asked (slot, tokens) propose together: their passes are shared.
-  void DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks);
+  // Returns the seconds it took.
+  double DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks);
   // The prompt tokens a prefilling slot evaluates next (after dropping the part of its cache the prompt does
   // not share, on its first chunk): at most `limit`.
   int PrefillChunk(Slot& s, int limit);
@@ -167,6 +195,14 @@ class Scheduler {
   int busy_ = 0;
   SchedulerStats totals_;  // token counters (guarded by mu_)
   std::vector<int> kv_used_;  // n_past of each slot, published after each step (guarded by mu_)
+  int draft_paused_ = 0;      // busy slots with drafting paused, published after each step (guarded by mu_)
+  // The measured costs of drafting (scheduler thread only): seconds of a step by the rows of its pass (the
+  // draft model's time left out), and the draft model's seconds per drafted token (0: not measured yet).
+  llm::PassTimes step_times_;
+  int64_t steps_ = 0;
+  int last_rows_ = 0;        // the rows of the last step's pass (0: none to record) ...
+  double last_pass_s_ = 0;   // ... and its seconds, the sampling of its rows not yet counted
+  double draft_token_s_ = 0;
   std::thread thread_;
 };
 

@@ -153,7 +153,8 @@ DraftTree ReplayDrafter::Tree(const std::vector<int32_t>& history, int max_nodes
 }
 
 LookupDecoder::LookupDecoder(Context& ctx, Sampler& sampler, const LookupParams& params, std::vector<int32_t> prompt)
-    : ctx_(ctx), sampler_(sampler), p_(params), history_(std::move(prompt)), backoff_(params.backoff) {
+    : ctx_(ctx), sampler_(sampler), p_(params), history_(std::move(prompt)),
+      chooser_(params.backoff, params.max_backoff) {
   recent_sum_ = 1.0;  // optimistic start: a few passes must fail before drafting pauses
 }
 
@@ -184,35 +185,8 @@ int32_t LookupDecoder::Sample() {
   return t;
 }
 
-double ExpectedPassTokens(int k, double a) {
-  double tokens = 1, a_pow = 1;
-  for (int i = 1; i <= k; ++i) {
-    a_pow *= a;
-    tokens += a_pow;
-  }
-  return tokens;
-}
-
-int BestDraftLength(double a, const std::vector<double>& seconds, int k_min) {
-  int best = k_min;
-  double best_rate = 0;
-  for (int k = std::max(k_min, 0); k < static_cast<int>(seconds.size()); ++k) {
-    if (seconds[static_cast<size_t>(k)] <= 0) continue;
-    const double rate = ExpectedPassTokens(k, a) / seconds[static_cast<size_t>(k)];
-    if (rate > best_rate) best_rate = rate, best = k;
-  }
-  return best;
-}
-
 void LookupDecoder::RecordChainPass(int k, double seconds) {
-  if (chain_costs_.size() <= static_cast<size_t>(k)) chain_costs_.resize(static_cast<size_t>(k) + 1);
-  ChainCost& c = chain_costs_[static_cast<size_t>(k)];
-  // The first pass of a length may pay for warming up (scratch growth, caches): the second replaces it,
-  // later ones weigh 1/4, each counted at most twice the mean (one pass descheduled by another process
-  // must not rule its length out for long; a lasting slowdown still raises the mean within a few passes).
-  c.seconds = c.passes < 2 ? seconds : 0.75 * c.seconds + 0.25 * std::min(seconds, 2 * c.seconds);
-  ++c.passes;
-  c.last = length_choices_;
+  chain_times_.Record(k, seconds, chooser_.choices());
   if (k > 0) {
     if (stats_.chain_passes.size() <= static_cast<size_t>(k)) {
       stats_.chain_passes.resize(static_cast<size_t>(k) + 1, 0);
@@ -223,60 +197,12 @@ void LookupDecoder::RecordChainPass(int k, double seconds) {
   }
 }
 
-std::vector<double> LookupDecoder::ChainCostEstimates(int k_max) const {
-  // A length not measured yet: between two measured ones, on the line joining them (the pass time steps
-  // at tile sizes, so this is about right or high); past the longest measured, that one's time (a pass of
-  // more rows is never cheaper: optimistic, so that a longer draft is tried while it could win).
-  std::vector<double> est(static_cast<size_t>(k_max) + 1, 0);
-  auto measured = [&](int k) { return static_cast<size_t>(k) < chain_costs_.size() && chain_costs_[static_cast<size_t>(k)].passes > 0; };
-  int lo = -1;  // the last measured length at or below k
-  for (int k = 0; k <= k_max; ++k) {
-    if (measured(k)) {
-      est[static_cast<size_t>(k)] = chain_costs_[static_cast<size_t>(k)].seconds;
-      lo = k;
-      continue;
-    }
-    if (lo < 0) continue;  // nothing measured below: left unusable
-    int hi = k + 1;
-    while (hi <= k_max && !measured(hi)) ++hi;
-    const double t_lo = est[static_cast<size_t>(lo)];
-    est[static_cast<size_t>(k)] =
-        hi > k_max ? t_lo : t_lo + (chain_costs_[static_cast<size_t>(hi)].seconds - t_lo) * (k - lo) / (hi - lo);
-  }
-  return est;
-}
-
 int LookupDecoder::DraftLength(int k_max) {
   if (!p_.adaptive || k_max <= 0) return k_max;
   // The plain step's time first: every other estimate is relative to it.
-  if (chain_costs_.empty() || chain_costs_[0].passes == 0) return 0;
-  // The acceptance: decayed counts of accepted tokens and of passes left before the draft's end (the
-  // geometric law's estimate with censored passes), with half a pseudo-count each (a prior of 1/2 that a
-  // few passes outweigh).
-  const double a = std::min((accept_ew_ + 0.5) / (accept_ew_ + reject_ew_ + 1), 0.999);
-  stats_.accept_estimate = a;
-  const std::vector<double> est = ChainCostEstimates(k_max);
-  // Paused (the step drafts only to count against the pause) or probing after one: a draft, never plain.
-  const bool must_draft = pause_ > 0 || probe_;
-  if (pause_ == 0) probe_ = false;
-  int k = BestDraftLength(a, est, must_draft ? 1 : 0);
-  if (k == 0) {  // plain steps win: pause, then probe
-    pause_ = backoff_;
-    backoff_ = std::min(backoff_ * 2, p_.max_backoff);
-    probe_ = true;
-    return BestDraftLength(a, est, 1);  // drafted and dropped: the step counts against the pause
-  }
-  if (must_draft) return k;
-  // Every 16th choice re-measures the neighbour of the best one measured longest ago (costs drift with
-  // load; a plain step too, next to drafts of 1, where the choice against plain steps is closest).
-  if (++length_choices_ % 16 == 0) {
-    auto last = [&](int n) { return static_cast<size_t>(n) < chain_costs_.size() ? chain_costs_[static_cast<size_t>(n)].last : -1; };
-    int pick = -1;
-    for (int n : {k - 1, k + 1})
-      if (n >= 0 && n <= k_max && (pick < 0 || last(n) < last(pick))) pick = n;
-    if (pick >= 0) k = pick;
-  }
-  return k;
+  if (!chain_times_.Measured(0)) return 0;
+  stats_.accept_estimate = chooser_.Acceptance();
+  return chooser_.Choose(k_max, chain_times_.Estimates(0, k_max), chain_times_);
 }
 
 void LookupDecoder::EndPass() {
@@ -286,8 +212,7 @@ void LookupDecoder::EndPass() {
   const int last = path_.empty() ? 0 : path_.back() - 1;
   const bool rejected = std::find(draft_.parents.begin(), draft_.parents.end(), last) != draft_.parents.end();
   stats_.rejected += rejected;
-  accept_ew_ = 0.9 * accept_ew_ + pass_accepted_;
-  reject_ew_ = 0.9 * reject_ew_ + (rejected ? 1 : 0);
+  chooser_.RecordPass(pass_accepted_, rejected);
   if (!draft_.empty() && !tree_pass_) RecordChainPass(static_cast<int>(draft_.size()), pass_s_);
   // Running mean of accepted tokens per verify pass (exponential, weight 1/4 on the newest).
   recent_sum_ = 0.75 * recent_sum_ + 0.25 * pass_accepted_;
@@ -297,14 +222,12 @@ void LookupDecoder::EndPass() {
   const double rate = (pass_accepted_ + 1) / std::max(pass_s_, 1e-9);
   verify_rate_ = verify_rate_ > 0 ? 0.75 * verify_rate_ + 0.25 * rate : rate;
   const bool slower = plain_s_ > 0 && verify_rate_ * plain_s_ < 1.0;
-  if (pass_accepted_ > 0 && (!slower || !Trees())) backoff_ = p_.backoff;
+  if (pass_accepted_ > 0 && (!slower || !Trees())) chooser_.ResetBackoff();
   // Chains pause where BestDraftLength says plain steps win (DraftLength): these coarser rules, which an
   // unlucky streak of a few rejected passes trips at a fair acceptance, are the trees'.
   if (p_.adaptive && Trees() && (recent_sum_ < p_.min_accept_per_pass || slower)) {
     verify_rate_ = 0;  // the probe measures afresh
-    pause_ = backoff_;
-    backoff_ = std::min(backoff_ * 2, p_.max_backoff);
-    probe_ = true;
+    chooser_.Pause();
     // The probe after the pause: two passes that accept nothing pause again, one good pass keeps drafting.
     recent_sum_ = p_.min_accept_per_pass * 1.5;
   }
@@ -395,8 +318,8 @@ Status LookupDecoder::Advance(int32_t token, int max_draft) {
   if (p_.adaptive && p_.costly_drafter && plain_s_ == 0) k = 0;
   DraftTree draft;
   double draft_s = 0;
-  if (k > 0 && p_.costly_drafter && pause_ > 0) {
-    --pause_;  // a paused step does not pay for a draft it would drop
+  if (k > 0 && p_.costly_drafter && chooser_.pause() > 0) {
+    chooser_.CountPausedStep();  // a paused step does not pay for a draft it would drop
   } else if (k > 0) {
     const double t0 = Now();
     draft = Draft(k);
@@ -404,8 +327,8 @@ Status LookupDecoder::Advance(int32_t token, int max_draft) {
     stats_.draft_s += draft_s;
   }
   // A pause counts the steps that found a draft (the others cost nothing).
-  if (!draft.empty() && pause_ > 0) {
-    --pause_;
+  if (!draft.empty() && chooser_.pause() > 0) {
+    chooser_.CountPausedStep();
     draft = DraftTree();
   }
   if (draft.empty()) {

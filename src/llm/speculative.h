@@ -26,6 +26,7 @@
 
 #include "edgedecode/status.h"
 #include "llm/context.h"
+#include "llm/draft_length.h"  // ExpectedPassTokens, BestDraftLength: the adaptive chain length
 #include "llm/sampler.h"
 
 namespace edgedecode::llm {
@@ -121,15 +122,6 @@ struct LookupStats {
   int64_t passes() const { return verify_passes + plain_passes; }
 };
 
-// Expected tokens from a verify pass of k drafted tokens, each right with probability a independently,
-// the bonus token included: 1 + a + ... + a^k (1 for k = 0, a plain step).
-double ExpectedPassTokens(int k, double a);
-// The draft length, at least k_min, with the most expected tokens per second: ExpectedPassTokens(k, a) /
-// seconds[k], where seconds[k] is the time of a pass of k drafted tokens (seconds[0]: a plain step); k
-// ranges over 0..seconds.size() - 1; entries <= 0 are skipped (k_min when none is usable). 0: plain
-// steps win. Pure: the adaptive chain length (LookupParams::adaptive) is this over the measured times.
-int BestDraftLength(double a, const std::vector<double>& seconds, int k_min = 0);
-
 // The n-gram lookup as a tree: the continuations (each at most max_depth tokens) of up to `width` distinct
 // earlier occurrences of the last n-gram (most recent and longest first, the first being LookupDraft's),
 // merged where they share a prefix, at most max_nodes nodes.
@@ -215,25 +207,15 @@ class LookupDecoder {
   double recent_sum_ = 0;         // accepted tokens over the recent window of verify passes
   int recent_n_ = 0;
   int pass_accepted_ = 0;         // accepted in the current verify pass
-  int pause_ = 0;                 // steps left without drafting
-  int backoff_ = 0;
   double pass_s_ = 0;             // seconds of the current verify pass
   double plain_s_ = 0;            // running mean seconds of a plain step (0: none yet)
   double verify_rate_ = 0;        // running mean tokens per second of verify passes (0: none yet)
-  double accept_ew_ = 0, reject_ew_ = 0;  // decayed counts of accepted and rejected draft tokens
-  // Adaptive chain length: per draft length k (0: a plain step), the running mean seconds of its passes.
-  struct ChainCost {
-    double seconds = 0;
-    int passes = 0;
-    int64_t last = 0;  // the choice at which it was last measured
-  };
-  std::vector<ChainCost> chain_costs_;  // n_draft + 1 entries
-  int64_t length_choices_ = 0;
-  bool probe_ = false;  // the first pass after a pause the length choice started: a draft, whatever it says
+  // The acceptance, the pause, and (chains) the length choice; chain_times_: per draft length k (0: a plain
+  // step), the running mean seconds of its passes.
+  DraftLengthChooser chooser_;
+  PassTimes chain_times_;
   void EndPass();
   void RecordChainPass(int k, double seconds);
-  // The estimates BestDraftLength reads (see LookupParams::adaptive), k up to k_max.
-  std::vector<double> ChainCostEstimates(int k_max) const;
   int DraftLength(int k_max);
   // Adaptive tree size (see LookupParams::tree_nodes): the budgets tried and their tokens per second.
   struct TreeSize {

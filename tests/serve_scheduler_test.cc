@@ -1,0 +1,154 @@
+// The serve scheduler's cost-aware speculative decoding (src/cli/serve_scheduler.h), driven in-process on
+// stories260K with the drafting costs fixed by the test (SpecOptions::fixed_costs), so that no decision
+// depends on this machine's timing: a draft model whose proposals never match (random weights over the same
+// vocabulary) is paused after a bounded number of steps; a perfect draft (the model drafting for itself)
+// keeps drafting while its tokens are cheap, and is turned off when each drafted token costs more than a
+// whole step. Every answer equals plain decoding's, token for token.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/serve_scheduler.h"
+#include "cli_util.h"
+#include "llm/model.h"
+
+namespace edgedecode::test {
+namespace {
+
+const std::string kF32 = std::string(EDGEDECODE_TESTDATA) + "/llm/gguf/stories260K.f32.gguf";
+const std::string kStory = "Lily went to the park with her mom. She saw a big red ball and a little dog.";
+constexpr int kTokens = 160;
+
+struct Served {
+  std::vector<std::string> texts;
+  cli::serve::SchedulerStats stats;
+};
+
+class SchedulerSpec : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto t = llm::Model::Load(kF32);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    target_ = std::move(t).value().release();
+    // Random weights with stories260K's vocabulary: its greedy drafts are (almost) never the target's.
+    const std::string cfg = ::testing::TempDir() + "/random_draft.json";
+    std::ofstream(cfg) << R"({"dim": 32, "n_layers": 1, "n_heads": 2, "n_kv_heads": 2, "ffn": 64, "vocab": 512, "context": 512})";
+    const std::string path = ::testing::TempDir() + "/random_draft.gguf";
+    CommandResult r = RunEdgedecode("synth --config " + cfg + " --vocab " + kF32 + " --type f32 --seed 7 -o " + path + " --no-progress");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto d = llm::Model::Load(path);
+    ASSERT_TRUE(d.ok()) << d.status().message();
+    random_ = std::move(d).value().release();
+  }
+  static void TearDownTestSuite() {
+    delete target_;
+    delete random_;
+  }
+
+  // Greedy answers of kTokens to `prompts` (one slot each, at once) from a scheduler with `draft` drafting
+  // (null: none) under `spec`, and its counters after them.
+  static Served Serve(const llm::Model* draft, const cli::serve::SpecOptions& spec, const std::vector<std::string>& prompts) {
+    llm::ContextParams cp;
+    cp.n_ctx = 512;
+    cp.n_batch = 64;
+    cp.n_threads = 1;
+    std::vector<std::unique_ptr<llm::Context>> ctxs, drafts;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      auto c = llm::Context::Create(*target_, cp);
+      EXPECT_TRUE(c.ok());
+      ctxs.push_back(std::move(c).value());
+      if (draft == nullptr) continue;
+      auto dc = llm::Context::Create(*draft, cp);
+      EXPECT_TRUE(dc.ok());
+      drafts.push_back(std::move(dc).value());
+    }
+    const tok::Tokenizer& tk = target_->tokenizer();
+    cli::serve::Scheduler sched(std::move(ctxs), tk, 64, 4, spec, std::move(drafts));
+    std::vector<std::shared_ptr<cli::serve::Job>> jobs;
+    for (const std::string& p : prompts) {
+      auto job = std::make_shared<cli::serve::Job>();
+      job->prompt = tk.Encode(p, true);
+      job->max_tokens = kTokens;
+      job->sampling.temperature = 0;
+      job->ignore_eos = true;
+      EXPECT_TRUE(sched.Submit(job).ok());
+      jobs.push_back(job);
+    }
+    Served out;
+    for (auto& job : jobs) {
+      std::vector<std::string> pieces;
+      while (!job->WaitPieces(&pieces, 1000)) {}
+      job->WaitPieces(&pieces, 0);
+      std::string text;
+      for (const std::string& s : pieces) text += s;
+      EXPECT_EQ(job->completion_tokens, kTokens);
+      out.texts.push_back(text);
+    }
+    out.stats = sched.Stats();
+    return out;
+  }
+
+  static cli::serve::SpecOptions Costs(double draft_token_s) {
+    cli::serve::SpecOptions spec;
+    spec.draft_max = 4;
+    spec.fixed_costs = {1e-3, 1e-5, draft_token_s};
+    return spec;
+  }
+
+  static inline llm::Model* target_ = nullptr;
+  static inline llm::Model* random_ = nullptr;
+};
+
+const std::vector<std::string> kPrompts = {kStory, "Once upon a time, there was a little girl named"};
+
+// Cheap drafts from a model that is never right: every pass is rejected at its first token, so the slot
+// pauses (4 steps, doubling to 128) and only its probes draft.
+TEST_F(SchedulerSpec, DraftThatNeverMatchesIsPaused) {
+  const Served plain = Serve(nullptr, {}, kPrompts);
+  const Served spec = Serve(random_, Costs(1e-5), kPrompts);
+  EXPECT_EQ(spec.texts, plain.texts);
+  const auto& st = spec.stats;
+  std::printf("note: never-matching draft: %llu passes drafted %llu tokens, %llu accepted; %llu steps paused\n",
+              static_cast<unsigned long long>(st.draft_passes), static_cast<unsigned long long>(st.draft_tokens),
+              static_cast<unsigned long long>(st.draft_accepted), static_cast<unsigned long long>(st.draft_paused_steps));
+  EXPECT_EQ(plain.stats.draft_passes, 0u);
+  EXPECT_GT(st.draft_passes, 0u);  // it was tried
+  // Two slots of kTokens steps each (a rejected pass gives one token): without the pause every step would
+  // draft; with it, a handful of passes as the pauses double (4, 8, 16, ... steps).
+  EXPECT_LE(st.draft_passes, 2u * 14);
+  EXPECT_GE(st.draft_paused_steps, 2u * (kTokens - 40));
+  EXPECT_LE(st.draft_accepted * 10, st.draft_tokens);
+}
+
+// The model drafting for itself with cheap draft tokens: every draft is right, so every step drafts.
+TEST_F(SchedulerSpec, PerfectCheapDraftKeepsDrafting) {
+  const Served plain = Serve(nullptr, {}, kPrompts);
+  const Served spec = Serve(target_, Costs(1e-5), kPrompts);
+  EXPECT_EQ(spec.texts, plain.texts);
+  const auto& st = spec.stats;
+  EXPECT_EQ(st.draft_paused_steps, 0u);
+  EXPECT_EQ(st.draft_accepted, st.draft_tokens);
+  // Most tokens came from drafts: at most 4 a pass, and a pass gives one more.
+  EXPECT_GE(st.draft_accepted * 10, st.completion_tokens * 6) << st.draft_accepted << " of " << st.completion_tokens;
+}
+
+// The same perfect draft when each drafted token costs two plain steps: drafting cannot pay, so the slots
+// pause and probe now and then (less often each time they lose), whatever the acceptance.
+TEST_F(SchedulerSpec, PerfectCostlyDraftIsPaused) {
+  const Served plain = Serve(nullptr, {}, kPrompts);
+  const Served spec = Serve(target_, Costs(2e-3), kPrompts);
+  EXPECT_EQ(spec.texts, plain.texts);
+  const auto& st = spec.stats;
+  std::printf("note: costly perfect draft: %llu passes drafted %llu tokens; %llu steps paused\n",
+              static_cast<unsigned long long>(st.draft_passes), static_cast<unsigned long long>(st.draft_tokens),
+              static_cast<unsigned long long>(st.draft_paused_steps));
+  EXPECT_EQ(st.draft_accepted, st.draft_tokens);
+  EXPECT_LE(st.draft_passes, 2u * 12);
+  EXPECT_GE(st.draft_paused_steps, 2u * (kTokens - 60));
+}
+
+}  // namespace
+}  // namespace edgedecode::test
