@@ -117,11 +117,55 @@ __attribute__((target("avx512f,avx512vnni"))) void Int8Zmm(long steps) {
         "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
         "xmm23", "xmm30", "xmm31", "cc");
 }
+// The float FMA peak of one core, the same way: 24 chains of 512-bit vfmadd231ps (16 MACs each), the
+// ceiling of attention's arithmetic (the scores and the weighted V sum are f32 FMAs).
+__attribute__((target("avx512f"))) void FmaZmm(long steps) {
+  const float w = 0.999f, x = 1e-4f;
+  __asm__ volatile(
+      "vbroadcastss %[w], %%zmm31\n\t"
+      "vbroadcastss %[x], %%zmm30\n\t"
+      "1:\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm0\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm1\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm2\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm3\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm4\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm5\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm6\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm7\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm8\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm9\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm10\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm11\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm12\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm13\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm14\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm15\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm16\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm17\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm18\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm19\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm20\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm21\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm22\n\t"
+      "vfmadd231ps %%zmm30, %%zmm31, %%zmm23\n\t"
+      "dec %[n]\n\t"
+      "jnz 1b\n\t"
+      : [n] "+r"(steps)
+      : [w] "m"(w), [x] "m"(x)
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+        "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
+        "xmm23", "xmm30", "xmm31", "cc");
+}
+bool HasFmaProbe() { return __builtin_cpu_supports("avx512f"); }
 #else
 bool HasInt8Probe() { return false; }
 void Int8Zmm(long) {}
+bool HasFmaProbe() { return false; }
+void FmaZmm(long) {}
 #endif
 constexpr double kInt8MacsPerStep = 24.0 * 64;  // Int8Zmm: 24 instructions of 64 MACs per step
+constexpr double kFmaPerStep = 24.0;            // FmaZmm: 24 512-bit FMAs per step
 
 double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
@@ -252,6 +296,14 @@ void AttentionTimes(double budget) {
     });
     std::printf("attention, f16 K/V, 8 heads x 64 dims, %-7s scores %6.2f  softmax %6.2f  V %6.2f  ns/position\n",
                 kernels::IsaName(isa), scores, softmax, values);
+    if (isa == kernels::Isa::kAvx512 && HasFmaProbe()) {
+      // Scores and V sum are each 8 heads x 64 dims = 32 512-bit FMAs per position: their share of the peak.
+      constexpr long kSteps = 1 << 20;
+      const double fma_per_s = kSteps * kFmaPerStep * 1e9 * Rate(1, budget, [&](int) { FmaZmm(kSteps); });  // Rate: 1e-9 / s
+      const double peak_ns = 32 / fma_per_s * 1e9;
+      std::printf("  f32 FMA peak %.2f G zmm/s (32 FMAs: %.2f ns): scores at %.0f%%, V sum at %.0f%% of it\n",
+                  fma_per_s / 1e9, peak_ns, 100 * peak_ns / scores, 100 * peak_ns / values);
+    }
     std::fflush(stdout);
   }
 }

@@ -1,6 +1,7 @@
 // Attention of the forward pass over the KV cache (f32, f16, q8_0, q4_0 rows, per KV head), with online
 // softmax (the default) or, with the attn_online fusion off, the scores of each query first.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -176,9 +177,8 @@ int Context::AttentionTiles(int layer, int m, int max_rows) {
 
 // Causal attention of the m rows of the pass (rows_at_: each over its own context's cache up to its
 // position), with online softmax (no score matrix). One work item is (tile of rows, KV head), see
-// AttentionTiles: with the attn_tiles fusion up to kAttnTileRows rows, else one. Items are ordered so that
-// any contiguous range mixes short and long histories (balanced threads). attn_f16: one item per (row, KV
-// head), AttendF16.
+// AttentionTiles: with the attn_tiles fusion up to kAttnTileRows rows, else one. The threads take items
+// one at a time, the costliest tiles first. attn_f16: one item per (row, KV head), AttendF16.
 void Context::Attention(int layer, int m) {
   const ModelConfig& c = model_.config();
   const int hd = c.head_dim;
@@ -199,15 +199,35 @@ void Context::Attention(int layer, int m) {
   int max_rows = 1;  // the scratch of the largest tile (a decode step: one row)
   for (int j = 0; j < n_tiles; ++j)
     max_rows = std::max(max_rows, tile_first_[static_cast<size_t>(j) + 1] - tile_first_[static_cast<size_t>(j)]);
-  pool_.ParallelFor(static_cast<int64_t>(n_tiles) * c.n_kv_heads, 1, [&](int64_t b, int64_t e, int) {
+  OrderTilesByCost(layer, n_tiles);
+  // Each thread takes the next item as it finishes one: the items' costs differ (tile rows, history
+  // lengths, a thread descheduled by another process), and an item's result does not depend on which
+  // thread runs it, so no thread waits at the end while work is left.
+  const int64_t n_items = static_cast<int64_t>(n_tiles) * c.n_kv_heads;
+  std::atomic<int64_t> next{0};
+  pool_.ParallelFor(std::min<int64_t>(pool_.size(), n_items), 1, [&](int64_t, int64_t, int) {
     TileScratch sc(max_rows, group, hd);
-    for (int64_t item = b; item < e; ++item) {
-      const int j = static_cast<int>(item / c.n_kv_heads);
-      const int tile = j % 2 == 0 ? j / 2 : n_tiles - 1 - j / 2;  // 0, last, 1, last - 1, ...
+    for (int64_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < n_items;) {
+      const int tile = tile_order_[static_cast<size_t>(item / c.n_kv_heads)];
       const int i0 = tile_first_[static_cast<size_t>(tile)];
       AttendTile(layer, i0, tile_first_[static_cast<size_t>(tile) + 1] - i0, static_cast<int>(item % c.n_kv_heads), &sc);
     }
   });
+}
+
+// tile_order_: the n_tiles tiles of AttentionTiles, the costliest first (rows x the positions their last row
+// sees), so that the last items the threads take are the cheap ones.
+void Context::OrderTilesByCost(int layer, int n_tiles) {
+  const ModelConfig& c = model_.config();
+  const int window = c.swa_layer(layer) ? c.n_swa : 0;
+  auto cost = [&](int j) {
+    const int i0 = tile_first_[static_cast<size_t>(j)], nr = tile_first_[static_cast<size_t>(j) + 1] - i0;
+    const int pos = rows_at_[static_cast<size_t>(i0 + nr - 1)].pos + 1;
+    return static_cast<int64_t>(nr) * (window > 0 ? std::min(pos, window) : pos);
+  };
+  tile_order_.resize(static_cast<size_t>(n_tiles));
+  for (int j = 0; j < n_tiles; ++j) tile_order_[static_cast<size_t>(j)] = j;
+  std::stable_sort(tile_order_.begin(), tile_order_.end(), [&](int a, int b) { return cost(a) > cost(b); });
 }
 
 Context::TileScratch::TileScratch(int max_rows, int group, int hd)

@@ -219,6 +219,7 @@ class Context {
     std::vector<float> qr, acc, s, w, mx, sum, ktmp, vtmp;
   };
   void AttendTile(int layer, int i0, int nr, int kvh, TileScratch* sc);
+  void OrderTilesByCost(int layer, int n_tiles);
   // Attention with the scores of a query over all n positions first, then one softmax (attn_online off).
   void AttentionFullScores(int layer, int m);
   void AttendF16(int layer, const uint8_t* kc, const uint8_t* vc, int kvh, const float* q, int lo, int n, const RowAt& at,
@@ -322,6 +323,7 @@ class Context {
   std::vector<RowAt> rows_at_;  // (n_batch) the rows of the pass being run
   std::vector<int> tree_paths_; // EvalTree: each row's path of slots (RowAt::path points here)
   std::vector<int> tile_first_; // Attention: where each tile of rows starts (AttentionTiles), then m
+  std::vector<int> tile_order_; // Attention: the tiles, the costliest first (OrderTilesByCost)
   int tree_base_ = -1;          // EvalTree's base until KeepTreePath (-1: none)
 };
 
