@@ -102,6 +102,13 @@ class SchedulerSpec : public ::testing::Test {
   static inline llm::Model* random_ = nullptr;
 };
 
+// The drafting counters of a run, on the test's output (what the pauses did).
+void PrintDraftStats(const char* what, const cli::serve::SchedulerStats& st) {
+  std::printf("note: %s: %llu passes drafted %llu tokens, %llu accepted; %llu steps paused\n", what,
+              static_cast<unsigned long long>(st.draft_passes), static_cast<unsigned long long>(st.draft_tokens),
+              static_cast<unsigned long long>(st.draft_accepted), static_cast<unsigned long long>(st.draft_paused_steps));
+}
+
 const std::vector<std::string> kPrompts = {kStory, "Once upon a time, there was a little girl named"};
 
 // Cheap drafts from a model that is never right: every pass is rejected at its first token, so the slot
@@ -111,9 +118,7 @@ TEST_F(SchedulerSpec, DraftThatNeverMatchesIsPaused) {
   const Served spec = Serve(random_, Costs(1e-5), kPrompts);
   EXPECT_EQ(spec.texts, plain.texts);
   const auto& st = spec.stats;
-  std::printf("note: never-matching draft: %llu passes drafted %llu tokens, %llu accepted; %llu steps paused\n",
-              static_cast<unsigned long long>(st.draft_passes), static_cast<unsigned long long>(st.draft_tokens),
-              static_cast<unsigned long long>(st.draft_accepted), static_cast<unsigned long long>(st.draft_paused_steps));
+  PrintDraftStats("never-matching draft", st);
   EXPECT_EQ(plain.stats.draft_passes, 0u);
   EXPECT_GT(st.draft_passes, 0u);  // it was tried
   // Two slots of kTokens steps each (a rejected pass gives one token): without the pause every step would
@@ -142,9 +147,7 @@ TEST_F(SchedulerSpec, PerfectCostlyDraftIsPaused) {
   const Served spec = Serve(target_, Costs(2e-3), kPrompts);
   EXPECT_EQ(spec.texts, plain.texts);
   const auto& st = spec.stats;
-  std::printf("note: costly perfect draft: %llu passes drafted %llu tokens; %llu steps paused\n",
-              static_cast<unsigned long long>(st.draft_passes), static_cast<unsigned long long>(st.draft_tokens),
-              static_cast<unsigned long long>(st.draft_paused_steps));
+  PrintDraftStats("costly perfect draft", st);
   EXPECT_EQ(st.draft_accepted, st.draft_tokens);
   EXPECT_LE(st.draft_passes, 2u * 12);
   EXPECT_GE(st.draft_paused_steps, 2u * (kTokens - 60));
