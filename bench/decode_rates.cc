@@ -27,6 +27,7 @@
 
 #include "doctor/bandwidth.h"
 #include "llm/context.h"
+#include "llm/memory_plan.h"
 #include "llm/model.h"
 
 using namespace edgedecode;
@@ -106,7 +107,7 @@ struct Run {
   std::string name;
   std::unique_ptr<llm::Model> model;
   std::unique_ptr<llm::Context> ctx;
-  double bytes = 0;  // streamed per decode step: every matrix once (bench's roofline count at depth 0)
+  double bytes = 0;  // streamed per decode step: bench's roofline count (llm::DecodeStepBytes) at depth 0
   uint8_t* buf = nullptr;
   std::vector<double> gbs, buf_gbs, probe;
 };
@@ -133,9 +134,7 @@ int main(int argc, char** argv) {
     }
     r.model = std::move(*m);
     r.model->RepackForKernels(*isa);
-    for (const llm::Weight* w : r.model->all_weights()) r.bytes += static_cast<double>(w->nbytes());
-    const llm::Weight& e = r.model->token_embd();
-    if (!r.model->config().tied_embeddings) r.bytes -= static_cast<double>(e.nbytes());
+    r.bytes = llm::DecodeStepBytes(*r.model, 0, GgmlType::kF16);
     llm::ContextParams cp;
     cp.n_threads = threads;
     cp.isa = *isa;

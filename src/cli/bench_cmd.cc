@@ -14,6 +14,7 @@
 #include "cli/output_file.h"
 #include "cli/signals.h"
 #include "doctor/bandwidth.h"
+#include "llm/memory_plan.h"
 
 namespace edgedecode::cli {
 namespace {
@@ -59,18 +60,6 @@ std::vector<int32_t> BenchTokens(int n, int n_vocab) {
 }
 
 }  // namespace
-
-// Bytes decode reads per token at a given depth: every weight matrix once (the embedding is one row,
-// unless it doubles as the output matrix), the small float tensors, and the KV cache up to `depth`.
-double BytesPerToken(const llm::Model& m, int depth, GgmlType kv) {
-  double b = 0;
-  for (const llm::Weight* w : m.all_weights()) b += static_cast<double>(w->nbytes());
-  const llm::Weight& e = m.token_embd();
-  if (!m.config().tied_embeddings) b -= static_cast<double>(e.nbytes()) - static_cast<double>(RowBytes(e.type, e.cols));
-  const llm::ModelConfig& c = m.config();
-  b += static_cast<double>(llm::KvCacheBytes(c, depth, kv, kv, 1));
-  return b;
-}
 
 // Rolls a context back to `depth` positions of toks: a truncation, unless sliding-window rings have
 // overwritten the window before depth (gemma3 after more than a batch of tokens) or a conv state (lfm2)
@@ -356,7 +345,7 @@ int BenchMain(int argc, char** argv) {
       for (KvRun& run : runs) {
         llm::Context& c = *run.ctx;
         const double bw = Summarize(run.gbps).median;
-        const double roof = bw * 1e9 / BytesPerToken(m, depth + n_gen / 2, run.kv);
+        const double roof = bw * 1e9 / llm::DecodeStepBytes(m, depth + n_gen / 2, run.kv);
         if (n_gen > 0) emit(tg_name, run.kv, run.tps, bw, roof, run.prof);
         if (verify > 0 && n_gen > 0 && !run.step_s.empty() && !InterruptScope::requested()) {
           std::vector<double> ratio;

@@ -219,6 +219,15 @@ uint64_t PeakRssBytes() {
   return 0;
 }
 
+double DecodeStepBytes(const Model& m, int depth, GgmlType kv) {
+  double b = 0;
+  for (const Weight* w : m.all_weights()) b += static_cast<double>(w->nbytes());
+  const Weight& e = m.token_embd();
+  if (!m.config().tied_embeddings) b -= static_cast<double>(e.nbytes()) - static_cast<double>(RowBytes(e.type, e.cols));
+  b += static_cast<double>(KvCacheBytes(m.config(), depth, kv, kv, 1));
+  return b;
+}
+
 std::string FormatBytes(uint64_t b) {
   char buf[32];
   if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));

@@ -66,6 +66,10 @@ MemoryPlan PlanMemoryRequantized(const Model& model, const PlanParams& p, uint64
 // overhead is counted once, by the target's plan), and adds them to the total.
 void AddDraftPlan(const MemoryPlan& draft, MemoryPlan* plan);
 
+// Bytes a decode step reads at `depth`: every weight matrix once (the token embedding one row, unless it
+// doubles as the output matrix) and the KV cache (types kv) up to depth -- the roofline's byte count.
+double DecodeStepBytes(const Model& m, int depth, GgmlType kv);
+
 // Memory the device gives the process: MemAvailable, capped by the cgroup (v2 memory.max or v1
 // limit_in_bytes) minus its current usage, and by EDGEDECODE_AVAILABLE_MEMORY (bytes) when set. 0 when unknown.
 // InvalidArgument when EDGEDECODE_AVAILABLE_MEMORY is set but not a plain number of bytes in [1, kMaxMemoryBytes].
