@@ -73,6 +73,23 @@ uint64_t SumSimd(const uint64_t*, size_t) { return 0; }
 #endif
 
 #if defined(__x86_64__)
+// One peak probe loop: w and x broadcast into zmm31 / zmm30, then `steps` times 24 instructions `op` on
+// accumulators zmm0..zmm23 (independent chains, enough to cover the instruction's latency).
+#define ED_CHAIN(op, i) op " %%zmm30, %%zmm31, %%zmm" #i "\n\t"
+#define ED_PEAK_LOOP(broadcast, op, steps, w, x)                                                                 \
+  __asm__ volatile(broadcast " %[w], %%zmm31\n\t" broadcast " %[x], %%zmm30\n\t"                             \
+                   "1:\n\t" ED_CHAIN(op, 0) ED_CHAIN(op, 1) ED_CHAIN(op, 2) ED_CHAIN(op, 3) ED_CHAIN(op, 4)     \
+                   ED_CHAIN(op, 5) ED_CHAIN(op, 6) ED_CHAIN(op, 7) ED_CHAIN(op, 8) ED_CHAIN(op, 9) ED_CHAIN(op, 10) \
+                   ED_CHAIN(op, 11) ED_CHAIN(op, 12) ED_CHAIN(op, 13) ED_CHAIN(op, 14) ED_CHAIN(op, 15)            \
+                   ED_CHAIN(op, 16) ED_CHAIN(op, 17) ED_CHAIN(op, 18) ED_CHAIN(op, 19) ED_CHAIN(op, 20)            \
+                   ED_CHAIN(op, 21) ED_CHAIN(op, 22) ED_CHAIN(op, 23) "dec %[n]\n\t"                               \
+                   "jnz 1b\n\t"                                                                                  \
+                   : [n] "+r"(steps)                                                                             \
+                   : [w] "m"(w), [x] "m"(x)                                                                      \
+                   : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",     \
+                     "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20",   \
+                     "xmm21", "xmm22", "xmm23", "xmm30", "xmm31", "cc")
+
 // The int8 multiply-accumulate peak of one core: 24 independent accumulator chains (enough to cover the
 // instruction's latency), one vpdpbusd each per step; 64 MACs per 512-bit instruction. Measured only on
 // CPUs with AVX-512 VNNI (the kernels' fastest int8 path); elsewhere not probed.
@@ -81,81 +98,13 @@ uint64_t SumSimd(const uint64_t*, size_t) { return 0; }
 bool HasInt8Probe() { return __builtin_cpu_supports("avx512vnni"); }
 __attribute__((target("avx512f,avx512vnni"))) void Int8Zmm(long steps) {
   const int w = 0x03030303, x = 0x05050505;
-  __asm__ volatile(
-      "vpbroadcastd %[w], %%zmm31\n\t"
-      "vpbroadcastd %[x], %%zmm30\n\t"
-      "1:\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm0\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm1\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm2\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm3\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm4\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm5\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm6\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm7\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm8\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm9\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm10\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm11\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm12\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm13\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm14\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm15\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm16\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm17\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm18\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm19\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm20\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm21\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm22\n\t"
-      "vpdpbusd %%zmm30, %%zmm31, %%zmm23\n\t"
-      "dec %[n]\n\t"
-      "jnz 1b\n\t"
-      : [n] "+r"(steps)
-      : [w] "r"(w), [x] "r"(x)
-      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
-        "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
-        "xmm23", "xmm30", "xmm31", "cc");
+  ED_PEAK_LOOP("vpbroadcastd", "vpdpbusd", steps, w, x);
 }
 // The float FMA peak of one core, the same way: 24 chains of 512-bit vfmadd231ps (16 MACs each), the
 // ceiling of attention's arithmetic (the scores and the weighted V sum are f32 FMAs).
 __attribute__((target("avx512f"))) void FmaZmm(long steps) {
   const float w = 0.999f, x = 1e-4f;
-  __asm__ volatile(
-      "vbroadcastss %[w], %%zmm31\n\t"
-      "vbroadcastss %[x], %%zmm30\n\t"
-      "1:\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm0\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm1\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm2\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm3\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm4\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm5\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm6\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm7\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm8\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm9\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm10\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm11\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm12\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm13\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm14\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm15\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm16\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm17\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm18\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm19\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm20\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm21\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm22\n\t"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm23\n\t"
-      "dec %[n]\n\t"
-      "jnz 1b\n\t"
-      : [n] "+r"(steps)
-      : [w] "m"(w), [x] "m"(x)
-      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
-        "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
-        "xmm23", "xmm30", "xmm31", "cc");
+  ED_PEAK_LOOP("vbroadcastss", "vfmadd231ps", steps, w, x);
 }
 bool HasFmaProbe() { return __builtin_cpu_supports("avx512f"); }
 #else
