@@ -46,7 +46,7 @@ struct Scheduler::Slot {
   // What the draft model continues: the first token and the cached tokens from draft_from on (0: all of
   // them), then next; draft_seen: the cached tokens at its last draft (see DraftWithModel).
   size_t draft_from = 0, draft_seen = 0;
-  bool probe = false;  // this step's draft counts against a pause or probes after one
+  bool probe = false;  // this step's draft counts against a pause or probes after one (set by Draft before the choice)
   std::vector<int32_t> draft_view;
   int generated = 0;
   std::vector<std::pair<double, int32_t>> ranked;  // scratch of TokenLogprobOf
@@ -349,12 +349,11 @@ int Scheduler::DraftLength(Slot& s, int k_max, int rows, int others, double toke
   const std::vector<double> est = StepEstimates(rows, k_max, token_s);
   // A plain step's time first: every other estimate is relative to it (the chooser is not asked).
   if (est.empty() || est[0] <= 0) return 0;
-  const bool probing = s.chooser.probing();
   const int k = s.chooser.Choose(k_max, est, step_times_, rows, others);
   // Drafting wins on its own (not a pause's step or its probe): the next pause is a short one again. (Not
   // on every accepted draft, as `run` does: a draft that is right but costs more than it saves would be
   // probed every few steps.)
-  if (!probing && k > 0 && s.chooser.pause() == 0) s.chooser.ResetBackoff();
+  if (!s.probe && k > 0 && s.chooser.pause() == 0) s.chooser.ResetBackoff();
   return k;
 }
 
@@ -403,7 +402,7 @@ double Scheduler::DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks)
   const double seconds = Now() - t0;
   if (steady) {
     const double per_token = seconds / std::max(longest, 1);
-    draft_token_s_ = draft_token_s_ > 0 ? 0.75 * draft_token_s_ + 0.25 * std::min(per_token, 2 * draft_token_s_) : per_token;
+    draft_token_s_ = draft_token_s_ > 0 ? llm::SmoothedSeconds(draft_token_s_, per_token) : per_token;
   }
   return seconds;
 }

@@ -24,11 +24,13 @@ int BestDraftLength(double a, const std::vector<double>& seconds, int k_min, dou
   return best;
 }
 
+double SmoothedSeconds(double mean, double seconds) { return 0.75 * mean + 0.25 * std::min(seconds, 2 * mean); }
+
 void PassTimes::Record(int n, double seconds, int64_t stamp) {
   if (n < 0) return;
   if (times_.size() <= static_cast<size_t>(n)) times_.resize(static_cast<size_t>(n) + 1);
   Time& t = times_[static_cast<size_t>(n)];
-  t.seconds = t.passes < 2 ? seconds : 0.75 * t.seconds + 0.25 * std::min(seconds, 2 * t.seconds);
+  t.seconds = t.passes < 2 ? seconds : SmoothedSeconds(t.seconds, seconds);
   ++t.passes;
   t.last = stamp;
 }

@@ -20,14 +20,18 @@ double ExpectedPassTokens(int k, double a);
 // usable). 0: plain steps win.
 int BestDraftLength(double a, const std::vector<double>& seconds, int k_min = 0, double other_tokens = 0);
 
+// A running mean of seconds after one more measurement: weight 1/4 on the new one, counted at most twice
+// the mean (one pass descheduled by another process must not rule its length out for long; a lasting
+// slowdown still raises the mean within a few passes).
+double SmoothedSeconds(double mean, double seconds);
+
 // Running mean pass times by length (the number of drafted tokens, or serve's rows per pass), with
 // estimates for the lengths not measured yet.
 class PassTimes {
  public:
   // A pass of length n took `seconds`; `stamp` orders the measurements (the caller's choice counter).
   // The first pass of a length may pay for warming up (scratch growth, caches): the second replaces it,
-  // later ones weigh 1/4, each counted at most twice the mean (one pass descheduled by another process
-  // must not rule its length out for long; a lasting slowdown still raises the mean within a few passes).
+  // later ones go into SmoothedSeconds.
   void Record(int n, double seconds, int64_t stamp);
   bool Measured(int n) const { return n >= 0 && static_cast<size_t>(n) < times_.size() && times_[static_cast<size_t>(n)].passes > 0; }
   // The stamp of n's last measurement (-1: never).
