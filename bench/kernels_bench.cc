@@ -107,10 +107,12 @@ __attribute__((target("avx512f"))) void FmaZmm(long steps) {
   ED_PEAK_LOOP("vbroadcastss", "vfmadd231ps", steps, w, x);
 }
 bool HasFmaProbe() { return __builtin_cpu_supports("avx512f"); }
+bool BF16Available() { return __builtin_cpu_supports("avx512bf16"); }
 #else
 bool HasInt8Probe() { return false; }
 void Int8Zmm(long) {}
 bool HasFmaProbe() { return false; }
+bool BF16Available() { return false; }
 void FmaZmm(long) {}
 #endif
 constexpr double kInt8MacsPerStep = 24.0 * 64;  // Int8Zmm: 24 instructions of 64 MACs per step
@@ -206,10 +208,10 @@ void ActivationTimes(double budget) {
   }
 }
 
-// The stages of decode attention on one KV head of f16 keys and values (TinyLlama's shape: a group of 8
-// query heads, head_dim 64) over 1024 positions that stay in L2, in chunks of 128 positions as the
-// runtime walks them: the scores, the scale + max and exp + sum of the softmax, the weighted V sum; the
-// best call's ns per position per ISA (the compute side of attention at depth; 1 thread).
+// The stages of decode attention on one KV head of f16 or bf16 keys and values (TinyLlama's shape: a
+// group of 8 query heads, head_dim 64) over 1024 positions that stay in L2, in chunks of 128 positions as
+// the runtime walks them: the scores, the scale + max and exp + sum of the softmax, the weighted V sum;
+// the best call's ns per position per ISA (the compute side of attention at depth; 1 thread).
 void AttentionTimes(double budget) {
   constexpr int64_t kHd = 64, kGroup = 8, kN = 1024, kC = 128;
   std::mt19937 rng(7);
@@ -217,43 +219,48 @@ void AttentionTimes(double budget) {
   std::vector<float> kv(kN * kHd), q(kGroup * kHd), s(kGroup * kC), w(kGroup * kC), acc(kGroup * kHd);
   for (float& f : kv) f = nd(rng);
   for (float& f : q) f = nd(rng);
-  const size_t rb = RowBytes(GgmlType::kF16, kHd);
-  std::vector<uint8_t> K(rb * kN), V(rb * kN);
-  for (int64_t t = 0; t < kN; ++t) {
-    quant::QuantizeRow(GgmlType::kF16, kv.data() + t * kHd, K.data() + t * rb, kHd);
-    quant::QuantizeRow(GgmlType::kF16, kv.data() + (kN - 1 - t) * kHd, V.data() + t * rb, kHd);
-  }
-  for (kernels::Isa isa : {kernels::Isa::kRef, kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kNeon}) {
-    if (!kernels::IsaAvailable(isa)) continue;
-    volatile float sink = 0;
-    auto stage = [&](auto fn) {  // ns per position of fn over the kN positions
-      return 1.0 / Rate(kN, isa == kernels::Isa::kRef ? std::min(budget, 0.2) : budget, [&](int) {
-        for (int64_t t0 = 0; t0 < kN; t0 += kC) fn(t0);
-      });
-    };
-    const double scores = stage([&](int64_t t0) {
-      kernels::AttentionScores(isa, GgmlType::kF16, K.data() + t0 * rb, rb, kHd, kC, q.data(), kHd, kGroup, s.data(), kC);
-    });
-    const double softmax = stage([&](int64_t) {
-      for (int64_t g = 0; g < kGroup; ++g) {
-        const float mx = kernels::ScaleMax(isa, s.data() + g * kC, kC, 1.0f, -INFINITY);
-        sink = sink + kernels::ExpSubSum(isa, s.data() + g * kC, mx, w.data() + g * kC, kC);
-      }
-    });
-    const double values = stage([&](int64_t t0) {
-      kernels::AccumulateRows(isa, GgmlType::kF16, V.data() + t0 * rb, rb, kHd, kC, w.data(), kC, kGroup, acc.data(), kHd);
-    });
-    std::printf("attention, f16 K/V, 8 heads x 64 dims, %-7s scores %6.2f  softmax %6.2f  V %6.2f  ns/position\n",
-                kernels::IsaName(isa), scores, softmax, values);
-    if (isa == kernels::Isa::kAvx512 && HasFmaProbe()) {
-      // Scores and V sum are each 8 heads x 64 dims = 32 512-bit FMAs per position: their share of the peak.
-      constexpr long kSteps = 1 << 20;
-      const double fma_per_s = kSteps * kFmaPerStep * 1e9 * Rate(1, budget, [&](int) { FmaZmm(kSteps); });  // Rate: 1e-9 / s
-      const double peak_ns = 32 / fma_per_s * 1e9;
-      std::printf("  f32 FMA peak %.2f G zmm/s (32 FMAs: %.2f ns): scores at %.0f%%, V sum at %.0f%% of it\n",
-                  fma_per_s / 1e9, peak_ns, 100 * peak_ns / scores, 100 * peak_ns / values);
+  double fma_per_s = 0;  // the f32 FMA peak, probed once
+  for (GgmlType t : {GgmlType::kF16, GgmlType::kBF16}) {
+    const size_t rb = RowBytes(t, kHd);
+    std::vector<uint8_t> K(rb * kN), V(rb * kN);
+    for (int64_t i = 0; i < kN; ++i) {
+      quant::QuantizeRow(t, kv.data() + i * kHd, K.data() + i * rb, kHd);
+      quant::QuantizeRow(t, kv.data() + (kN - 1 - i) * kHd, V.data() + i * rb, kHd);
     }
-    std::fflush(stdout);
+    for (kernels::Isa isa : {kernels::Isa::kRef, kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kNeon}) {
+      if (!kernels::IsaAvailable(isa)) continue;
+      volatile float sink = 0;
+      auto stage = [&](auto fn) {  // ns per position of fn over the kN positions
+        return 1.0 / Rate(kN, isa == kernels::Isa::kRef ? std::min(budget, 0.2) : budget, [&](int) {
+          for (int64_t t0 = 0; t0 < kN; t0 += kC) fn(t0);
+        });
+      };
+      const double scores = stage([&](int64_t t0) {
+        kernels::AttentionScores(isa, t, K.data() + t0 * rb, rb, kHd, kC, q.data(), kHd, kGroup, s.data(), kC);
+      });
+      const double softmax = stage([&](int64_t) {
+        for (int64_t g = 0; g < kGroup; ++g) {
+          const float mx = kernels::ScaleMax(isa, s.data() + g * kC, kC, 1.0f, -INFINITY);
+          sink = sink + kernels::ExpSubSum(isa, s.data() + g * kC, mx, w.data() + g * kC, kC);
+        }
+      });
+      const double values = stage([&](int64_t t0) {
+        kernels::AccumulateRows(isa, t, V.data() + t0 * rb, rb, kHd, kC, w.data(), kC, kGroup, acc.data(), kHd);
+      });
+      std::printf("attention, %-4s K/V, 8 heads x 64 dims, %-7s scores %6.2f  softmax %6.2f  V %6.2f  ns/position\n",
+                  TypeName(static_cast<uint32_t>(t)).c_str(), kernels::IsaName(isa), scores, softmax, values);
+      if (isa == kernels::Isa::kAvx512 && HasFmaProbe()) {
+        // Scores and V sum are each 8 heads x 64 dims = 32 512-bit FMAs per position (f16), or 16 vdpbf16ps
+        // (bf16, where the CPU has AVX512-BF16), which issue at the FMA's rate on the cores measured.
+        constexpr long kSteps = 1 << 20;
+        if (fma_per_s == 0) fma_per_s = kSteps * kFmaPerStep * 1e9 * Rate(1, budget, [&](int) { FmaZmm(kSteps); });
+        const double instr = t == GgmlType::kBF16 && BF16Available() ? 16 : 32;
+        const double peak_ns = instr / fma_per_s * 1e9;
+        std::printf("  f32 FMA peak %.2f G zmm/s (%.0f instructions: %.2f ns): scores at %.0f%%, V sum at %.0f%% of it\n",
+                    fma_per_s / 1e9, instr, peak_ns, 100 * peak_ns / scores, 100 * peak_ns / values);
+      }
+      std::fflush(stdout);
+    }
   }
 }
 

@@ -76,15 +76,16 @@ class AttnTiles : public ::testing::Test {
   // (below AVX-512) and the scalar reference with two types each.
   static std::vector<Setting> Settings() {
     std::vector<Setting> s;
-    if (kSanitized) return {{"auto", GgmlType::kF16, 2}, {"auto", GgmlType::kQ8_0, 1}, {"ref", GgmlType::kQ4_0, 2}};
-    for (GgmlType kv : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0})
+    if (kSanitized)
+      return {{"auto", GgmlType::kF16, 2}, {"auto", GgmlType::kBF16, 2}, {"auto", GgmlType::kQ8_0, 1}, {"ref", GgmlType::kQ4_0, 2}};
+    for (GgmlType kv : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0})
       for (int t : {1, 2}) s.push_back({"auto", kv, t});
     if (kernels::ResolveIsa("avx2").ok()) s.insert(s.end(), {{"avx2", GgmlType::kF16, 2}, {"avx2", GgmlType::kQ4_0, 1}});
-    s.insert(s.end(), {{"ref", GgmlType::kF32, 1}, {"ref", GgmlType::kQ8_0, 2}});
+    s.insert(s.end(), {{"ref", GgmlType::kF32, 1}, {"ref", GgmlType::kQ8_0, 2}, {"ref", GgmlType::kBF16, 1}});
     return s;
   }
   static bool Fits(const llm::Model& m, GgmlType kv) {
-    return kv == GgmlType::kF32 || kv == GgmlType::kF16 || m.config().kv_dim() % 32 == 0;
+    return kv == GgmlType::kF32 || kv == GgmlType::kF16 || kv == GgmlType::kBF16 || m.config().kv_dim() % 32 == 0;
   }
   static std::string Name(size_t model, const Setting& s) {
     return "model " + std::to_string(model) + " kernels " + s.isa + " kv " + TypeName(static_cast<uint32_t>(s.kv)) +

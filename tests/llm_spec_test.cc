@@ -46,7 +46,7 @@ TEST(LookupDraft, MostRecentLongestMatch) {
 // Greedy: identical tokens with --lookup 4 and 8, for each KV type and thread count, on a normal and a
 // copy-heavy prompt; on the copy-heavy one drafts are accepted (asserted where drafting never pauses).
 TEST(Lookup, GreedyEqualsPlainForEveryKvTypeAndThreadCount) {
-  for (const std::string kv : {"f16", "q8_0", "q4_0"}) {
+  for (const std::string kv : {"f16", "bf16", "q8_0", "q4_0"}) {
     for (const std::string t : {"1", "2"}) {
       for (const std::string& prompt : {std::string("Once upon a time"), kCopy}) {
         const std::string base = "-p '" + prompt + "' --temp 0 -n 120 -t " + t + " --kv-type " + kv;

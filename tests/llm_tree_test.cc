@@ -65,7 +65,7 @@ class Tree : public ::testing::Test {
   }
   static std::vector<Setting> Settings() {
     std::vector<Setting> s;
-    for (GgmlType kv : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0})
+    for (GgmlType kv : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0})
       for (int t : {1, 2}) s.push_back({kv, t, true, false});
     s.push_back({GgmlType::kF16, 2, false, false});  // unfused: full score rows (AttentionFullScores)
     s.push_back({GgmlType::kQ8_0, 1, false, false});
@@ -87,7 +87,7 @@ TEST_F(Tree, EachRowEqualsItsPathAsAChain) {
   for (size_t mi = 0; mi < models_->size(); ++mi) {
     const llm::Model& model = (*models_)[mi];
     for (const Setting& s : Settings()) {
-      if (s.kv != GgmlType::kF32 && s.kv != GgmlType::kF16 && model.config().kv_dim() % 32 != 0) continue;
+      if (s.kv != GgmlType::kF32 && s.kv != GgmlType::kF16 && s.kv != GgmlType::kBF16 && model.config().kv_dim() % 32 != 0) continue;
       const std::string what = Name(mi, s);
       const std::vector<int32_t> prompt = Tokens(40, 1, model.config().n_vocab);
       const std::vector<int32_t> tree = Tokens(n, 7, model.config().n_vocab);
@@ -118,7 +118,7 @@ TEST_F(Tree, KeptPathIsTheChainsCache) {
     const llm::Model& model = (*models_)[mi];
     for (const Setting& s : {Setting{GgmlType::kF16, 2, true, false}, Setting{GgmlType::kQ8_0, 1, true, false},
                              Setting{GgmlType::kQ4_0, 2, true, false}, Setting{GgmlType::kF32, 1, true, false}}) {
-      if (s.kv != GgmlType::kF32 && s.kv != GgmlType::kF16 && model.config().kv_dim() % 32 != 0) continue;
+      if (s.kv != GgmlType::kF32 && s.kv != GgmlType::kF16 && s.kv != GgmlType::kBF16 && model.config().kv_dim() % 32 != 0) continue;
       const std::string what = Name(mi, s);
       const std::vector<int32_t> prompt = Tokens(40, 2, model.config().n_vocab);
       const std::vector<int32_t> tree = Tokens(n, 9, model.config().n_vocab);

@@ -95,7 +95,7 @@ int BenchMain(int argc, char** argv) {
   JsonOutput json;
   std::string kv_type = "f16";
   app.add_option("-m,--model", mo.model, "GGUF model file")->required();
-  app.add_option("--kv-type", kv_type, "KV cache types, comma-separated (f16, q8_0, q4_0, f32); with several, the decode runs alternate between them")->capture_default_str();
+  app.add_option("--kv-type", kv_type, "KV cache types, comma-separated (f16, bf16, q8_0, q4_0, f32); with several, the decode runs alternate between them")->capture_default_str();
   app.add_option("-p,--n-prompt", n_prompt, "prefill test length (0 = skip)")->capture_default_str();
   app.add_option("-n,--n-gen", n_gen, "decode test length (0 = skip)")->capture_default_str();
   app.add_option("-t,--threads", threads_arg, "thread counts, comma-separated")->capture_default_str();
@@ -149,8 +149,8 @@ int BenchMain(int argc, char** argv) {
     std::string item;
     while (std::getline(ss, item, ',')) {
       GgmlType t;
-      if (!ParseGgmlType(item, &t) || !(t == GgmlType::kF16 || t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0 || t == GgmlType::kF32))
-        return Fail(cmd, InvalidArgument("--kv-type: unknown KV type '" + item + "' (f16, q8_0, q4_0, f32)"));
+      if (!ParseGgmlType(item, &t) || !(t == GgmlType::kF16 || t == GgmlType::kBF16 || t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0 || t == GgmlType::kF32))
+        return Fail(cmd, InvalidArgument("--kv-type: unknown KV type '" + item + "' (f16, bf16, q8_0, q4_0, f32)"));
       kv_types.push_back(t);
     }
     if (kv_types.empty()) return Fail(cmd, InvalidArgument("--kv-type needs at least one type"));

@@ -50,7 +50,7 @@ void ModelOptions::Add(CLI::App& app) {
   app.add_flag("--no-repack", no_repack,
                "keep the matrices in the file mapping and layout (by default they are copied to huge-page memory at "
                "load and repacked for the kernels)");
-  CLI::Option* kv = app.add_option("--kv-type", kv_type, "KV cache type for K and V: f16, q8_0, q4_0, f32");
+  CLI::Option* kv = app.add_option("--kv-type", kv_type, "KV cache type for K and V: f16, bf16, q8_0, q4_0, f32");
   app.add_option("--ctk,--cache-type-k", type_k, "K cache type")->capture_default_str()->excludes(kv);
   app.add_option("--ctv,--cache-type-v", type_v, "V cache type")->capture_default_str()->excludes(kv);
   app.add_flag("--attn-f16", attn_f16,
@@ -101,8 +101,8 @@ Status SamplerOptions::Finish() {
 
 Status ParseKvTypes(const ModelOptions& o, llm::ContextParams* cp) {
   const std::string k = o.kv_type.empty() ? o.type_k : o.kv_type, v = o.kv_type.empty() ? o.type_v : o.kv_type;
-  if (!ParseGgmlType(k, &cp->type_k)) return InvalidArgument("unknown K cache type '" + k + "' (f16, q8_0, q4_0, f32)");
-  if (!ParseGgmlType(v, &cp->type_v)) return InvalidArgument("unknown V cache type '" + v + "' (f16, q8_0, q4_0, f32)");
+  if (!ParseGgmlType(k, &cp->type_k)) return InvalidArgument("unknown K cache type '" + k + "' (f16, bf16, q8_0, q4_0, f32)");
+  if (!ParseGgmlType(v, &cp->type_v)) return InvalidArgument("unknown V cache type '" + v + "' (f16, bf16, q8_0, q4_0, f32)");
   cp->rotate_k = o.rotate_k;
   cp->attn_f16 = o.attn_f16;
   return Status::Ok();

@@ -427,7 +427,7 @@ void AccumulateRows(Isa isa, GgmlType vt, const void* V, size_t row_bytes, int64
 
 void AttentionScores(Isa isa, GgmlType kt, const void* K, size_t row_bytes, int64_t hd, int64_t n, const float* q,
                      int64_t ldq, int64_t m, float* s, int64_t lds) {
-  assert(kt == GgmlType::kF32 || kt == GgmlType::kF16);
+  assert(kt == GgmlType::kF32 || kt == GgmlType::kF16 || kt == GgmlType::kBF16);
   const auto* k = static_cast<const uint8_t*>(K);
   if (const detail::X86Kernels* x = X86For(isa); x != nullptr && x->attention_scores(kt, k, row_bytes, hd, n, q, ldq, m, s, lds))
     return;

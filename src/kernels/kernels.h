@@ -115,14 +115,17 @@ void MatMulStrided(Isa isa, GgmlType wt, const void* W, size_t row_bytes, int64_
 // ---- attention over a KV cache, read in its stored type ----------------------------------------
 // acc[j*ldacc + d] += sum over t = 0, 1, ..., n-1 (in that order, one fused multiply-add per term) of
 // w[j*ldw + t] * V_t[d], for j < m, d < hd. V_t: hd elements of type vt at V + t*row_bytes; vt is f32,
-// f16, or q8_0 / q4_0 with hd % 32 == 0, never materialized as a float copy of the cache: for those the
-// term is (w * d) * q, the block scale d in the weight and q the integer element (q8: q, q4: nibble - 8).
-// Thread-safe: reads V and w, writes only acc.
+// f16, bf16, or q8_0 / q4_0 with hd % 32 == 0, never materialized as a float copy of the cache: for those
+// the term is (w * d) * q, the block scale d in the weight and q the integer element (q8: q, q4: nibble - 8).
+// bf16: the weights rounded to bf16 first, so that each product is exact; the AVX512-BF16 path
+// (vdpbf16ps) adds two positions' products per step, so it is within float rounding of the others, not
+// bit-identical. Thread-safe: reads V and w, writes only acc.
 void AccumulateRows(Isa isa, GgmlType vt, const void* V, size_t row_bytes, int64_t hd, int64_t n,
                     const float* w, int64_t ldw, int64_t m, float* acc, int64_t ldacc);
 // s[j*lds + t] = sum over d < hd of q[j*ldq + d] * K_t[d], for t < n, j < m: the scores of m query heads
-// against n float keys (kt f32 or f16; K_t: hd elements at K + t*row_bytes). The queries stay f32 (no
-// rounding to the key type). Quantized keys: AttentionScoresQ. SIMD paths sum in
+// against n float keys (kt f32, f16 or bf16; K_t: hd elements at K + t*row_bytes). The queries stay f32
+// for f32 and f16 keys; for bf16 keys they are rounded to bf16 (llama.cpp's vec_dot_type for bf16, and
+// what vdpbf16ps multiplies), every product exact. Quantized keys: AttentionScoresQ. SIMD paths sum in
 // vector lanes then across them; ref in double. Thread-safe: reads K and q, writes only s.
 void AttentionScores(Isa isa, GgmlType kt, const void* K, size_t row_bytes, int64_t hd, int64_t n, const float* q,
                      int64_t ldq, int64_t m, float* s, int64_t lds);

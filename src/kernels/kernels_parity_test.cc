@@ -508,6 +508,22 @@ TEST(KernelsParity, KvRowConversionsAreExact) {
   }
 }
 
+// n random cache rows of 3 heads of hd elements of type t (K, RowBytes(t, 3 * hd) apart); returns the
+// middle head's values as the cache holds them (n x hd floats), which the scores tests read at a stride.
+std::vector<float> KeysOfThreeHeadRows(GgmlType t, int64_t hd, int64_t n, std::mt19937& rng, std::vector<uint8_t>* K) {
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const size_t row_bytes = RowBytes(t, 3 * hd);
+  K->assign(row_bytes * n, 0);
+  std::vector<float> xr(static_cast<size_t>(3 * hd)), kf(static_cast<size_t>(n * hd));
+  for (int64_t i = 0; i < n; ++i) {
+    for (float& f : xr) f = nd(rng);
+    quant::QuantizeRow(t, xr.data(), K->data() + i * row_bytes, 3 * hd);
+    quant::DequantizeRow(t, K->data() + i * row_bytes, xr.data(), 3 * hd);
+    std::memcpy(kf.data() + i * hd, xr.data() + hd, sizeof(float) * hd);
+  }
+  return kf;
+}
+
 // Attention's P.V sum: every ISA gives exactly the reference's values (the same element values, the
 // same fma per term in the same position order), for each stored V type, any number of heads m (the
 // SIMD paths block heads by 8), head dims with and without a vector tail, rows at a cache stride wider
@@ -548,6 +564,42 @@ TEST(KernelsParity, AccumulateRowsIsExact) {
       }
     }
   }
+  // bf16 rows: the weights rounded to bf16, every product exact; the vdpbf16ps path adds two positions'
+  // products per step, so every ISA (and the reference) is within float rounding of the double sum.
+  for (int64_t hd : {4, 12, 64, 80, 128}) {
+    const GgmlType t = GgmlType::kBF16;
+    const size_t row_bytes = RowBytes(t, 3 * hd);
+    for (int64_t n : {1, 7, 33, 128}) {
+      std::vector<uint8_t> V;
+      const std::vector<float> vf = KeysOfThreeHeadRows(t, hd, n, rng, &V);
+      for (int64_t m : {1, 2, 5, 8, 9, 16}) {
+        const int64_t ldw = n + 3, ldacc = hd + 5;
+        std::vector<float> w(static_cast<size_t>(m * ldw)), acc0(static_cast<size_t>(m * ldacc));
+        for (float& f : w) f = std::fabs(nd(rng));
+        for (float& f : acc0) f = nd(rng);
+        std::vector<Isa> isas = PresentIsas();
+        isas.push_back(Isa::kRef);
+        for (Isa isa : isas) {
+          std::vector<float> got = acc0;
+          AccumulateRows(isa, t, V.data() + RowBytes(t, hd), row_bytes, hd, n, w.data(), ldw, m, got.data(), ldacc);
+          for (int64_t j = 0; j < m; ++j)
+            for (int64_t d = 0; d < hd; ++d) {
+              double want = acc0[j * ldacc + d], mag = std::fabs(want);
+              for (int64_t i = 0; i < n; ++i) {
+                const double p = double(quant::BHalfToFloat(quant::FloatToBHalf(w[j * ldw + i]))) * vf[i * hd + d];
+                want += p, mag += std::fabs(p);
+              }
+              ASSERT_NEAR(got[j * ldacc + d], want, 1e-5 * mag + 1e-30)
+                  << IsaName(isa) << " bf16 hd=" << hd << " n=" << n << " m=" << m << " head " << j << " d=" << d;
+            }
+          for (int64_t j = 0; j < m; ++j)  // nothing written past the head's dims
+            for (int64_t d = hd; d < ldacc && j * ldacc + d < static_cast<int64_t>(got.size()); ++d)
+              ASSERT_EQ(got[j * ldacc + d], acc0[j * ldacc + d]) << IsaName(isa) << " bf16 wrote past hd";
+          ++tested;
+        }
+      }
+    }
+  }
   // The reference itself against a double-precision sum of the dequantized values (it can be wrong too).
   {
     const int64_t hd = 64, n = 50;
@@ -567,26 +619,11 @@ TEST(KernelsParity, AccumulateRowsIsExact) {
     }
     for (int64_t d = 0; d < hd; ++d) EXPECT_NEAR(acc[d], sum[d], 1e-5 * mag[d] + 1e-30) << "d=" << d;
   }
-  std::printf("accumulate_rows: %d problems bit-exact against the reference\n", tested);
+  std::printf("accumulate_rows: %d problems bit-exact against the reference (bf16: within float rounding)\n", tested);
 }
 
-// n random cache rows of 3 heads of hd elements of type t (K, RowBytes(t, 3 * hd) apart); returns the
-// middle head's values as the cache holds them (n x hd floats), which the scores tests read at a stride.
-std::vector<float> KeysOfThreeHeadRows(GgmlType t, int64_t hd, int64_t n, std::mt19937& rng, std::vector<uint8_t>* K) {
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  const size_t row_bytes = RowBytes(t, 3 * hd);
-  K->assign(row_bytes * n, 0);
-  std::vector<float> xr(static_cast<size_t>(3 * hd)), kf(static_cast<size_t>(n * hd));
-  for (int64_t i = 0; i < n; ++i) {
-    for (float& f : xr) f = nd(rng);
-    quant::QuantizeRow(t, xr.data(), K->data() + i * row_bytes, 3 * hd);
-    quant::DequantizeRow(t, K->data() + i * row_bytes, xr.data(), 3 * hd);
-    std::memcpy(kf.data() + i * hd, xr.data() + hd, sizeof(float) * hd);
-  }
-  return kf;
-}
-
-// Attention's Q.K scores over float keys: every ISA within float rounding of the reference's double sums
+// Attention's Q.K scores over float keys (bf16 keys: with the queries rounded to bf16, each product exact):
+// every ISA within float rounding of the reference's double sums
 // (|err| <= 1e-5 * sum|q_d k_d|, the float-path tolerance above), for positions not a multiple of the
 // lane count, odd head counts (the AVX-512 build pairs heads, and puts groups of 4 to 8 heads in lanes:
 // 5, 8, and 12 = 8 + 4), head dims with and without a vector tail, and keys at a cache stride.
@@ -594,7 +631,7 @@ TEST(KernelsParity, AttentionScoresMatchReference) {
   std::mt19937 rng(47);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   int tested = 0;
-  for (GgmlType t : {GgmlType::kF32, GgmlType::kF16}) {
+  for (GgmlType t : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16}) {
     for (int64_t hd : {4, 12, 64, 80, 128}) {
       const size_t row_bytes = RowBytes(t, 3 * hd);  // rows of 3 heads, the middle one read
       for (int64_t n : {1, 7, 8, 33, 128}) {
@@ -611,9 +648,10 @@ TEST(KernelsParity, AttentionScoresMatchReference) {
             for (int64_t j = 0; j < m; ++j) {
               for (int64_t i = 0; i < n; ++i) {
                 double want = 0, mag = 0;
-                for (int64_t d = 0; d < hd; ++d) {
-                  want += double(q[j * ldq + d]) * kf[i * hd + d];
-                  mag += std::fabs(double(q[j * ldq + d]) * kf[i * hd + d]);
+                for (int64_t d = 0; d < hd; ++d) {  // bf16 keys: the queries rounded to bf16 (kernels.h)
+                  const double qd = t == GgmlType::kBF16 ? quant::BHalfToFloat(quant::FloatToBHalf(q[j * ldq + d])) : q[j * ldq + d];
+                  want += qd * kf[i * hd + d];
+                  mag += std::fabs(qd * kf[i * hd + d]);
                 }
                 ASSERT_NEAR(s[j * lds + i], want, 1e-5 * mag + 1e-30)
                     << IsaName(isa) << " " << TypeName(static_cast<uint32_t>(t)) << " hd=" << hd << " n=" << n

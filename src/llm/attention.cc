@@ -1,4 +1,4 @@
-// Attention of the forward pass over the KV cache (f32, f16, q8_0, q4_0 rows, per KV head), with online
+// Attention of the forward pass over the KV cache (f32, f16, bf16, q8_0, q4_0 rows, per KV head), with online
 // softmax (the default) or, with the attn_online fusion off, the scores of each query first.
 #include <algorithm>
 #include <atomic>
@@ -13,7 +13,7 @@
 namespace edgedecode::llm {
 
 bool Context::ByHead(GgmlType t) const {
-  return t == GgmlType::kF32 || t == GgmlType::kF16 || model_.config().head_dim % 32 == 0;
+  return t == GgmlType::kF32 || t == GgmlType::kF16 || t == GgmlType::kBF16 || model_.config().head_dim % 32 == 0;
 }
 
 size_t Context::HeadRowOffset(GgmlType t, int kvh, int row, int rows) const {
@@ -62,8 +62,9 @@ Context::HeadRows Context::HeadRowsAt(const uint8_t* c, size_t row_bytes, GgmlTy
   return {reinterpret_cast<const uint8_t*>(tmp->data()), sizeof(float) * hd, GgmlType::kF32};
 }
 
-// The type the keys are read in: the K type in place, else f32 (see HeadRowsAt). f16 keys are scored by
-// kernels::AttentionScores with f32 queries; the others by AttentionScoresQ with the queries prepared for
+// The type the keys are read in: the K type in place, else f32 (see HeadRowsAt). f16 and bf16 keys are
+// scored by kernels::AttentionScores (f32 queries; rounded to bf16 for bf16 keys); the others by
+// AttentionScoresQ with the queries prepared for
 // this type -- for f32 keys (the oracle tests' setting, and the float copy of blocks that span heads)
 // that is the f32 weight-matmul dot, whose order those tests validated.
 GgmlType Context::KeyReadType() const {
@@ -244,7 +245,7 @@ Context::TileScratch::TileScratch(int max_rows, int group, int hd)
 // wraps), as far as the last row sees; each chunk's keys and values are read once for the tile and stay in
 // L1 / L2 while every row that sees part of the chunk takes it. Per row, the arithmetic is exactly that of
 // the row alone (a tile of one): its group of query heads (GQA) is scored against the positions of the
-// chunk it sees (f16 keys: kernels::AttentionScores with f32 queries; q8_0 / q4_0 keys:
+// chunk it sees (f16 / bf16 keys: kernels::AttentionScores; q8_0 / q4_0 keys:
 // kernels::AttentionScoresQ, integer dot products with the queries quantized to 8-bit blocks, as for the
 // weights; f32 keys: the f32 matmul dot), its running maximum moves once per chunk, and the weighted sum of
 // the V rows is read in place. The rows that see the whole chunk share one kernels::AccumulateRows over
@@ -258,7 +259,7 @@ void Context::AttendTile(int layer, int i0, int nr, int kvh, TileScratch* sc) {
   const float scale = c.attn_scale;
   const kernels::Isa isa = params_.isa;
   const GgmlType kt = KeyReadType();
-  const bool float_k = kt == GgmlType::kF16;  // see KeyReadType
+  const bool float_k = kt == GgmlType::kF16 || kt == GgmlType::kBF16;  // see KeyReadType
   constexpr int C = kAttnChunk;
   const RowAt& first = rows_at_[static_cast<size_t>(i0)];
   const size_t l = static_cast<size_t>(layer);
@@ -339,7 +340,7 @@ void Context::AttentionFullScores(int layer, int m) {
   const float scale = c.attn_scale;
   const kernels::Isa isa = params_.isa;
   const GgmlType kt = KeyReadType();
-  const bool float_k = kt == GgmlType::kF16;  // see KeyReadType
+  const bool float_k = kt == GgmlType::kF16 || kt == GgmlType::kBF16;  // see KeyReadType
   constexpr int C = kAttnChunk;
   int64_t n_max = 0;  // the longest history of a row
   for (int i = 0; i < m; ++i) n_max = std::max<int64_t>(n_max, rows_at_[static_cast<size_t>(i)].pos + 1);

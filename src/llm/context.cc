@@ -33,8 +33,9 @@ size_t ConvStateBytes(const ModelConfig& c) {
 }
 
 Status CheckKvType(const ModelConfig& c, GgmlType t, const char* which) {
-  if (t != GgmlType::kF32 && t != GgmlType::kF16 && t != GgmlType::kQ8_0 && t != GgmlType::kQ4_0)
-    return InvalidArgument(std::string(which) + " cache type " + TypeName(static_cast<uint32_t>(t)) + " is not supported (f32, f16, q8_0, q4_0)");
+  if (t != GgmlType::kF32 && t != GgmlType::kF16 && t != GgmlType::kBF16 && t != GgmlType::kQ8_0 && t != GgmlType::kQ4_0)
+    return InvalidArgument(std::string(which) + " cache type " + TypeName(static_cast<uint32_t>(t)) +
+                           " is not supported (f32, f16, bf16, q8_0, q4_0)");
   if (c.kv_dim() % TypeTraits(t).block_size != 0)
     return InvalidArgument(std::string(which) + " cache type " + TypeName(static_cast<uint32_t>(t)) + " needs kv_heads x head_dim (" +
                            std::to_string(c.kv_dim()) + ") to be a multiple of " + std::to_string(TypeTraits(t).block_size));

@@ -107,11 +107,18 @@ void RefHalfToFloatRow(const uint16_t* h, float* f, int64_t n) {
   for (int64_t i = 0; i < n; ++i) f[i] = quant::HalfToFloat(h[i]);
 }
 
+namespace {
+// x rounded to bf16 when bf16 is set: the factor bf16 keys and values are multiplied by (kernels.h).
+float Bf16IfBf16(bool bf16, float x) { return bf16 ? quant::BHalfToFloat(quant::FloatToBHalf(x)) : x; }
+}  // namespace
+
 void RefAccumulateRows(GgmlType vt, const uint8_t* v, size_t row_bytes, int64_t hd, int64_t n, const float* w, int64_t ldw,
                        int64_t m, float* acc, int64_t ldacc) {
   // The reference: float rows as they are; quantized rows as their integer values q with the block's
-  // scale in the weight, acc += (w * d) * q -- the same sums in the same order as the SIMD paths.
-  assert(vt == GgmlType::kF32 || vt == GgmlType::kF16 || hd % 32 == 0);
+  // scale in the weight, acc += (w * d) * q -- the same sums in the same order as the SIMD paths. bf16
+  // rows: the weights rounded to bf16, as the vdpbf16ps path multiplies them (kernels.h).
+  assert(vt == GgmlType::kF32 || vt == GgmlType::kF16 || vt == GgmlType::kBF16 || hd % 32 == 0);
+  const bool bf16 = vt == GgmlType::kBF16;
   const bool quantized = vt == GgmlType::kQ8_0 || vt == GgmlType::kQ4_0;
   std::vector<float> row(static_cast<size_t>(hd)), scale(static_cast<size_t>(hd), 1.0f);
   for (int64_t t = 0; t < n; ++t) {
@@ -139,7 +146,7 @@ void RefAccumulateRows(GgmlType vt, const uint8_t* v, size_t row_bytes, int64_t 
     }
     for (int64_t j = 0; j < m; ++j)
       for (int64_t d = 0; d < hd; ++d)
-        acc[j * ldacc + d] = std::fma(w[j * ldw + t] * scale[static_cast<size_t>(d)], row[d], acc[j * ldacc + d]);
+        acc[j * ldacc + d] = std::fma(Bf16IfBf16(bf16, w[j * ldw + t]) * scale[static_cast<size_t>(d)], row[d], acc[j * ldacc + d]);
   }
 }
 
@@ -150,7 +157,7 @@ void RefAttentionScores(GgmlType kt, const uint8_t* k, size_t row_bytes, int64_t
     quant::DequantizeRow(kt, k + t * row_bytes, row.data(), hd);
     for (int64_t j = 0; j < m; ++j) {
       double dot = 0;
-      for (int64_t d = 0; d < hd; ++d) dot += static_cast<double>(q[j * ldq + d]) * row[d];
+      for (int64_t d = 0; d < hd; ++d) dot += static_cast<double>(Bf16IfBf16(kt == GgmlType::kBF16, q[j * ldq + d])) * row[d];
       s[j * lds + t] = static_cast<float>(dot);
     }
   }
