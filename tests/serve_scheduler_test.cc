@@ -3,7 +3,9 @@
 // depends on this machine's timing: a draft model whose proposals never match (random weights over the same
 // vocabulary) is paused after a bounded number of steps; a perfect draft (the model drafting for itself)
 // keeps drafting while its tokens are cheap, and is turned off when each drafted token costs more than a
-// whole step. Every answer equals plain decoding's, token for token.
+// whole step. Every answer equals plain decoding's, token for token. Self-speculative drafting (each slot's
+// own context with layers skipped, SpecOptions::self_spec) gives plain decoding's answers too, one slot or
+// several drafting in shared passes, with the lookup before it or not, and pauses where it cannot pay.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -14,6 +16,7 @@
 #include "cli/serve_scheduler.h"
 #include "cli_util.h"
 #include "llm/model.h"
+#include "llm/self_spec.h"
 
 namespace edgedecode::test {
 namespace {
@@ -149,6 +152,58 @@ TEST_F(SchedulerSpec, PerfectCostlyDraftIsPaused) {
   const auto& st = spec.stats;
   PrintDraftStats("costly perfect draft", st);
   EXPECT_EQ(st.draft_accepted, st.draft_tokens);
+  EXPECT_LE(st.draft_passes, 2u * 12);
+  EXPECT_GE(st.draft_paused_steps, 2u * (kTokens - 60));
+}
+
+cli::serve::SpecOptions SelfSpec(std::vector<int> skip, double draft_token_s, int lookup = 0) {
+  cli::serve::SpecOptions spec;
+  spec.draft_max = 4;
+  spec.lookup = lookup;
+  spec.self_spec = std::move(skip);
+  spec.fixed_costs = {1e-3, 1e-5, draft_token_s};
+  return spec;
+}
+
+const std::vector<std::string> kFourPrompts = {kStory, "Once upon a time, there was a little girl named", "The cat",
+                                               "Tom had a big box of toys. One day"};
+
+// Cheap self-speculative drafts (stories260K has 5 layers): the greedy answers are plain decoding's, with one
+// slot and with several drafting at once (their drafts in shared passes, then rolled back in each slot's
+// cache: every layer, the kept ones the draft wrote included), and drafts were verified and accepted.
+TEST_F(SchedulerSpec, SelfSpecGreedyEqualsPlain) {
+  for (const auto& prompts : {std::vector<std::string>{kStory}, kPrompts, kFourPrompts}) {
+    const Served plain = Serve(nullptr, {}, prompts);
+    for (const std::vector<int>& skip : {std::vector<int>{3}, std::vector<int>{1, 2}}) {
+      const Served spec = Serve(nullptr, SelfSpec(skip, 1e-5), prompts);
+      EXPECT_EQ(spec.texts, plain.texts) << prompts.size() << " slot(s), skip " << llm::FormatSkipLayers(skip);
+      const auto& st = spec.stats;
+      PrintDraftStats(("self-spec, skip " + llm::FormatSkipLayers(skip)).c_str(), st);
+      EXPECT_GT(st.draft_passes, 0u);
+      EXPECT_GT(st.draft_accepted, 0u);
+      EXPECT_LE(st.draft_accepted, st.draft_tokens);
+    }
+  }
+}
+
+// With --lookup too, the n-gram lookup is asked first and the skipped layers only where it finds nothing:
+// still plain decoding's answers.
+TEST_F(SchedulerSpec, LookupThenSelfSpecEqualsPlain) {
+  const Served plain = Serve(nullptr, {}, kFourPrompts);
+  const Served spec = Serve(nullptr, SelfSpec({3}, 1e-5, 3), kFourPrompts);
+  EXPECT_EQ(spec.texts, plain.texts);
+  EXPECT_GT(spec.stats.draft_accepted, 0u);
+}
+
+// Self-speculative tokens that cost two plain steps each cannot pay whatever they accept: the slots pause
+// and only probe now and then, as for a draft model.
+TEST_F(SchedulerSpec, CostlySelfSpecIsPaused) {
+  const Served plain = Serve(nullptr, {}, kPrompts);
+  const Served spec = Serve(nullptr, SelfSpec({3}, 2e-3), kPrompts);
+  EXPECT_EQ(spec.texts, plain.texts);
+  const auto& st = spec.stats;
+  PrintDraftStats("costly self-spec", st);
+  EXPECT_GT(st.draft_passes, 0u);  // it was tried
   EXPECT_LE(st.draft_passes, 2u * 12);
   EXPECT_GE(st.draft_paused_steps, 2u * (kTokens - 60));
 }
