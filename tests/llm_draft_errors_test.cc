@@ -231,6 +231,7 @@ TEST(SelfSpecErrors, BadSavedFilesAreInputErrors) {
   // serve reads the same file the same way: exit 3, the same message, the file untouched.
   const CommandResult served = RunEdgedecode("serve -m " + model + " --port 0 -t 1 --self-spec auto", "timeout --foreground 60");
   EXPECT_EQ(served.exit_code, 3) << served.err;
+  EXPECT_FALSE(ErrorAbout(served.err, saved).empty()) << served.err;
   EXPECT_EQ(ErrorAbout(served.err, saved), ErrorAbout(r.err, saved)) << served.err;
   EXPECT_EQ(ReadFile(saved), with(hash, other_hash));
 }
