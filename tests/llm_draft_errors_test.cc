@@ -1,4 +1,4 @@
-// Bad drafts for speculative decoding (`run --draft`, `--draft-quant`, `--self-spec`): a draft of another
+// Bad drafts for speculative decoding (`run --draft`, `--draft-quant`, `--self-spec`; `serve --self-spec`): a draft of another
 // vocabulary (the first differing token id and its pieces named), a draft larger than the target, an unknown
 // --draft-quant type, a missing draft file, a bad skip set, a saved skip set of another model or not one at
 // all; each refused with a clear error and the exit code of docs/cli.md.
@@ -137,6 +137,46 @@ TEST(SelfSpecErrors, BadLayersAreUsageErrors) {
   EXPECT_NE(r.err.find("--self-spec-budget"), std::string::npos) << r.err;
 }
 
+// The message of a failed command: the text after "edgedecode CMD: " on its last line that mentions `what`.
+std::string ErrorAbout(const std::string& err, const std::string& what) {
+  std::string found;
+  size_t start = 0;
+  while (start < err.size()) {
+    size_t end = err.find('\n', start);
+    if (end == std::string::npos) end = err.size();
+    const std::string line = err.substr(start, end - start);
+    const size_t colon = line.find(": ");
+    if (line.find(what) != std::string::npos && colon != std::string::npos) found = line.substr(colon + 2);
+    start = end + 1;
+  }
+  return found;
+}
+
+// serve takes --self-spec as run does: a skip set that is not one of this model's is exit 2 with run's message
+// (after the socket is bound and the model loaded, before any slot serves); with a draft model, the budget
+// alone: exit 2; --draft-max goes with --self-spec too.
+TEST(SelfSpecErrors, ServeRefusesBadLayersAsRunDoes) {
+  const std::string serve = "serve -m " + kF32 + " --port 0 -t 1 ";
+  const std::string timeout = "timeout --foreground 60";
+  for (const std::string layers : {"5", "2,7-9", "0-4", "two"}) {
+    const CommandResult run = RunEdgedecode("run -m " + kF32 + " -p 'Once' --temp 0 -n 4 --self-spec '" + layers + "'");
+    const CommandResult r = RunEdgedecode(serve + "--self-spec '" + layers + "'", timeout);
+    EXPECT_EQ(r.exit_code, 2) << layers << "\n" << r.err;
+    const std::string msg = ErrorAbout(r.err, "--self-spec " + layers);
+    EXPECT_FALSE(msg.empty()) << r.err;
+    EXPECT_EQ(msg, ErrorAbout(run.err, "--self-spec " + layers)) << run.err;
+  }
+  CommandResult r = RunEdgedecode(serve + "--self-spec 5", timeout);
+  EXPECT_NE(r.err.find("layer 5 is out of range: the model has 5 layers (0..4)"), std::string::npos) << r.err;
+  for (const std::string& extra : std::vector<std::string>{"--self-spec 1 --draft-quant q8_0", "--self-spec 1 --draft " + kF32, "--self-spec-budget 10"}) {
+    r = RunEdgedecode(serve + extra, timeout);
+    EXPECT_EQ(r.exit_code, 2) << extra << "\n" << r.err;
+  }
+  r = RunEdgedecode(serve + "--draft-max 4", timeout);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--draft-max needs --draft, --draft-quant or --self-spec"), std::string::npos) << r.err;
+}
+
 // --self-spec auto beside a file that is not a saved skip set of this model: exit 3 naming the file and what
 // is wrong (for another model: both identities), never a silent use; the file is left as it was.
 TEST(SelfSpecErrors, BadSavedFilesAreInputErrors) {
@@ -188,6 +228,12 @@ TEST(SelfSpecErrors, BadSavedFilesAreInputErrors) {
   { std::ofstream(saved, std::ios::binary | std::ios::trunc) << with(hash, other_hash); }
   r = RunEdgedecode(run);
   EXPECT_NE(r.err.find("this model's header hash is " + hash), std::string::npos) << r.err;
+  // serve reads the same file the same way: exit 3, the same message, the file untouched.
+  const CommandResult served = RunEdgedecode("serve -m " + model + " --port 0 -t 1 --self-spec auto", "timeout --foreground 60");
+  EXPECT_EQ(served.exit_code, 3) << served.err;
+  EXPECT_FALSE(ErrorAbout(served.err, saved).empty()) << served.err;
+  EXPECT_EQ(ErrorAbout(served.err, saved), ErrorAbout(r.err, saved)) << served.err;
+  EXPECT_EQ(ReadFile(saved), with(hash, other_hash));
 }
 
 // The file cannot be written (its directory is missing): the library says where and why.

@@ -1,6 +1,7 @@
 // Self-speculative decoding by layer skip (`run --self-spec LAYERS`, `--self-spec auto`): the output is plain
 // decoding's, token for token (f32 and q8_0 targets, f16 and q8_0 KV, 1 and 2 threads, stories260K, a synth
-// llama and a sliding-window gemma3); the drafter leaves the cache as it found it; auto searches a set,
+// llama and a sliding-window gemma3); the drafter leaves the cache as it found it, alone or drafting with
+// others in shared passes (serve's slots); auto searches a set,
 // saves it beside the model and reuses it. Bad input: llm_draft_errors_test.
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "cli_util.h"
 #include "llm/self_spec.h"
@@ -107,6 +109,66 @@ TEST(SelfSpecDrafter, LeavesTheCacheAsItFoundIt) {
   }
   EXPECT_EQ(drafter.stats().evals, 30 * 4);
   EXPECT_GT(differs, 0) << "the drafts are the full model's: no layer was skipped";
+}
+
+// Several drafters at once (serve's slots): each draft of the shared passes is the one the drafter gives alone
+// (the same tokens: each row's arithmetic is its own), of the lengths asked (0 and past the batch included),
+// and every context's cache and skip set are as they were. A shared pass refuses contexts that skip other
+// layers (EvalMulti would compute the lead's set for every row).
+TEST(SelfSpecDrafter, DraftManyEqualsAlone) {
+  auto model = llm::Model::Load(kF32);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  llm::ContextParams cp;
+  cp.n_ctx = 256;
+  cp.n_batch = 8;
+  cp.n_threads = 1;
+  const tok::Tokenizer& tk = (*model)->tokenizer();
+  const std::vector<std::string> prompts = {"Once upon a time", kStory, "The cat sat", "Tom and"};
+  const std::vector<int> lengths = {4, 6, 0, 20};  // 20: past the batch, so 7
+  std::vector<std::unique_ptr<llm::Context>> many, alone;
+  std::vector<std::vector<int32_t>> histories;
+  for (const std::string& p : prompts) {
+    histories.push_back(tk.Encode(p, true));
+    for (auto* list : {&many, &alone}) {
+      auto c = llm::Context::Create(**model, cp);
+      ASSERT_TRUE(c.ok());
+      ASSERT_TRUE((*c)->Eval(histories.back().data(), static_cast<int>(histories.back().size()) - 1, false).ok());
+      list->push_back(std::move(*c));
+    }
+  }
+  std::vector<std::unique_ptr<llm::SelfSpecDrafter>> drafters, solo;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    drafters.push_back(std::make_unique<llm::SelfSpecDrafter>(*many[i], std::vector<int>{2}));
+    solo.push_back(std::make_unique<llm::SelfSpecDrafter>(*alone[i], std::vector<int>{2}));
+  }
+  for (int round = 0; round < 3; ++round) {
+    std::vector<llm::SelfSpecDrafter::Request> requests;
+    for (size_t i = 0; i < prompts.size(); ++i) requests.push_back({drafters[i].get(), &histories[i], lengths[i], {}});
+    llm::SelfSpecDrafter::DraftMany(requests);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const std::vector<int32_t> want = (*solo[i])(histories[i], lengths[i]);
+      EXPECT_EQ(requests[i].draft, want) << "round " << round << ", drafter " << i;
+      EXPECT_EQ(requests[i].draft.size(), static_cast<size_t>(std::min(lengths[i], 7))) << i;
+      EXPECT_EQ(many[i]->n_past(), static_cast<int>(histories[i].size()) - 1) << i;
+      EXPECT_TRUE(many[i]->skip_layers().empty()) << i;
+      // The history goes on by the first drafted token (or a fixed one), on both contexts alike.
+      const int32_t next = want.empty() ? 5 : want[0];
+      ASSERT_TRUE(many[i]->Eval(&histories[i].back(), 1, false).ok());
+      ASSERT_TRUE(alone[i]->Eval(&histories[i].back(), 1, false).ok());
+      histories[i].push_back(next);
+    }
+  }
+  EXPECT_EQ(drafters[0]->stats().evals, 3 * 4);
+  // Contexts that skip different layers do not share a pass.
+  std::vector<bool> a(5, false), b(5, false);
+  a[1] = b[2] = true;
+  many[0]->SetSkipLayers(a);
+  many[1]->SetSkipLayers(b);
+  const int32_t t = 7;
+  const llm::SeqTokens rows[] = {{many[0].get(), &t, 1, false}, {many[1].get(), &t, 1, false}};
+  const Status st = llm::Context::EvalMulti(rows);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.message();
+  EXPECT_NE(st.message().find("skips other layers"), std::string::npos) << st.message();
 }
 
 class SelfSpec : public ::testing::Test {

@@ -7,14 +7,15 @@
 
 namespace edgedecode::cli {
 
-CLI::Option* SelfSpecOptions::Add(CLI::App& app) {
+CLI::Option* SelfSpecOptions::Add(CLI::App& app, bool with_prompt) {
+  const std::string calibration = with_prompt ? "the prompt (64 tokens or more) or a built-in text" : "a built-in text";
   return app.add_option(
       "--self-spec", value,
       "self-speculative decoding: the model drafts with some of its layers skipped (same weights, same KV cache) and "
       "verifies with all of them; the output is the same as without it. LAYERS: the layers to skip, counted from 0, "
       "as a comma list of numbers and inclusive ranges (e.g. 4-7,10; not every layer); auto: the set saved beside "
-      "the model file (m.gguf: m.gguf.self-spec.json), else one searched on the prompt (64 tokens or more) or a "
-      "built-in text and saved there (a saved file of another model is an error)")
+      "the model file (m.gguf: m.gguf.self-spec.json), else one searched on " + calibration +
+      " and saved there (a saved file of another model is an error)")
       ->type_name("LAYERS|auto");
 }
 

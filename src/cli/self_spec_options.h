@@ -20,11 +20,14 @@ class SelfSpecOptions {
   std::string value;  // --self-spec
   double budget_s = 300;  // --self-spec-budget: auto's search stops after this many seconds
 
-  CLI::Option* Add(CLI::App& app);
+  // with_prompt: auto may search on the prompt (run's); else (serve's, which starts without one) on the
+  // built-in text only, as the help says.
+  CLI::Option* Add(CLI::App& app, bool with_prompt = true);
   CLI::Option* AddBudget(CLI::App& app);  // --self-spec-budget
   bool on() const { return !value.empty(); }
 
-  // The skip set for ctx's model, before the prompt is evaluated (auto's search uses ctx and resets it).
+  // The skip set for ctx's model, before the prompt is evaluated (auto's search uses ctx and resets it; an
+  // empty prompt: the built-in calibration text).
   // LAYERS: InvalidArgument naming the problem (exit 2). auto: the saved file's errors (Corrupt, exit 3:
   // bad JSON, another model's file), or the search's; a file that cannot be saved is a notice, not an error.
   // The search reports each step on stderr; past budget_s it stops with the best set so far (saved, and

@@ -14,6 +14,7 @@
 #include "cli/model_options.h"
 #include "cli/serve_http.h"
 #include "cli/serve_scheduler.h"
+#include "cli/self_spec_options.h"
 #include "cli/signals.h"
 #include "llm/speculative.h"
 
@@ -31,7 +32,7 @@ struct ServeOptions {
   serve::SpecOptions spec;
   DraftOptions draft;  // --draft / --draft-quant, as `run` takes them
   CLI::Option* draft_max_opt = nullptr;
-  std::string self_spec;  // refused: a `run` option
+  SelfSpecOptions self_spec;  // --self-spec / --self-spec-budget, as `run` takes them
 };
 
 bool IsLoopback(const std::string& host) {
@@ -44,9 +45,8 @@ Status Validate(const ServeOptions& so) {
   if (so.queue < -1) return InvalidArgument("--queue must be >= 0");
   if (so.max_body < 1024) return InvalidArgument("--max-body must be >= 1024 bytes");
   if (so.spec.lookup < 0 || so.spec.lookup > 64) return InvalidArgument("--lookup must be in [0, 64]");
-  if (!so.self_spec.empty())
-    return InvalidArgument("--self-spec is a `run` option: serve drafts with --lookup N, --draft MODEL or --draft-quant TYPE");
-  if (so.draft_max_opt->count() > 0 && !so.draft.on()) return InvalidArgument("--draft-max needs --draft or --draft-quant");
+  if (so.draft_max_opt->count() > 0 && !so.draft.on() && !so.self_spec.on())
+    return InvalidArgument("--draft-max needs --draft, --draft-quant or --self-spec");
   if (!IsLoopback(so.host) && so.api_key.empty() && !so.no_auth)
     return InvalidArgument("--host " + so.host +
                            " listens beyond this machine: set --api-key KEY (clients send 'Authorization: Bearer KEY'), "
@@ -151,11 +151,11 @@ int ServeMain(int argc, char** argv) {
                  "n-gram earlier in the prompt or answer are verified with the next one in the same pass; the output is the "
                  "same as without it (0: off)")->capture_default_str();
   so.draft.Add(app);
-  so.draft_max_opt = app.add_option("--draft-max", so.spec.draft_max, "with --draft or --draft-quant: tokens drafted per verify pass")
+  CLI::Option* self_spec_opt = so.self_spec.Add(app, false)->excludes("--draft")->excludes("--draft-quant");
+  so.self_spec.AddBudget(app)->needs(self_spec_opt);
+  so.draft_max_opt = app.add_option("--draft-max", so.spec.draft_max, "with --draft, --draft-quant or --self-spec: tokens drafted per verify pass")
                          ->check(CLI::Range(1, 64))
                          ->capture_default_str();
-  // Refused with a message (rather than as an unknown option): self-speculative decoding is run's alone.
-  app.add_option("--self-spec", so.self_spec, "a `run` option")->group("");
   // llama-server's spelling of --parallel (CLI11 takes single-dash names of one letter only).
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "-np") argv[i] = const_cast<char*>("--parallel");
@@ -178,12 +178,18 @@ int ServeMain(int argc, char** argv) {
   auto w = LoadWeights(mo);
   if (!w.ok()) return Fail(cmd, w.status());
   // Drafts are verified and rolled back in the slots' contexts: refused where the model cannot roll back.
-  if (so.spec.lookup > 0 || so.draft.on())
+  if (so.spec.lookup > 0 || so.draft.on() || so.self_spec.on())
     if (Status st = llm::SpeculativeSupported(w->model->config()); !st.ok()) return Fail(cmd, st);
   std::unique_ptr<llm::Model> draft_model;  // outlives the scheduler (declared before it)
   std::vector<std::unique_ptr<llm::Context>> drafts;
   auto ctxs = MakeContexts(mo, *w, so.parallel, so.draft, &draft_model, &drafts);
   if (!ctxs.ok()) return Fail(cmd, ctxs.status());
+  // --self-spec: the skip set, as `run` resolves it without a long prompt (auto's search runs on the first
+  // slot's context and empties it again; the API answers 503 meanwhile).
+  if (so.self_spec.on()) {
+    if (Status st = so.self_spec.Resolve(*(*ctxs)[0], {}, w->model->tokenizer()); !st.ok()) return Fail(cmd, st);
+    so.spec.self_spec = so.self_spec.skip();
+  }
   std::optional<ChatPrompt> chat;
   std::string chat_error;
   auto cp = ChatPrompt::Load(*w->model, so.chat_template);
@@ -197,7 +203,9 @@ int ServeMain(int argc, char** argv) {
   const int n_ctx = (*ctxs)[0]->n_ctx(), n_threads = (*ctxs)[0]->n_threads();
   serve::Scheduler sched(std::move(*ctxs), w->model->tokenizer(), mo.n_batch, so.queue, so.spec, std::move(drafts));
   api.SetReady(*w->model, std::move(chat), chat_error, sched);
-  const std::string drafting = so.draft.on() ? ", draft " + std::to_string(so.spec.draft_max) + " (" + so.draft.Describe() + ")" : "";
+  const std::string drafting = so.draft.on()       ? ", draft " + std::to_string(so.spec.draft_max) + " (" + so.draft.Describe() + ")"
+                               : so.self_spec.on() ? ", self-spec " + std::to_string(so.spec.draft_max) + " (" + so.self_spec.Describe() + ")"
+                                                   : "";
   std::fprintf(stderr, "%s: ready: %d slot(s) x %d tokens of context, %d threads, queue %d%s%s%s\n", cmd.c_str(), so.parallel,
                n_ctx, n_threads, so.queue, drafting.c_str(), so.api_key.empty() ? "" : ", API key required",
                chat_error.empty() ? "" : " (no chat template: /v1/chat/completions answers 400)");

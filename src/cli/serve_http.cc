@@ -414,7 +414,7 @@ std::string Api::Metrics() const {
          one("edgedecode_prompt_tokens_reused_total", static_cast<double>(st.reused_tokens)));
   metric("edgedecode_completion_tokens_total", "counter", "Tokens generated (tokens out).",
          one("edgedecode_completion_tokens_total", static_cast<double>(st.completion_tokens)));
-  metric("edgedecode_draft_tokens_total", "counter", "Speculative decoding (--lookup, --draft, --draft-quant): tokens drafted and verified.",
+  metric("edgedecode_draft_tokens_total", "counter", "Speculative decoding (--lookup, --draft, --draft-quant, --self-spec): tokens drafted and verified.",
          one("edgedecode_draft_tokens_total", static_cast<double>(st.draft_tokens)));
   metric("edgedecode_draft_tokens_accepted_total", "counter", "Speculative decoding: drafted tokens the model confirmed.",
          one("edgedecode_draft_tokens_accepted_total", static_cast<double>(st.draft_accepted)));

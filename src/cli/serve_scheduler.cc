@@ -8,6 +8,7 @@
 
 #include "llm/draft_model.h"
 #include "llm/prefix_reuse.h"
+#include "llm/self_spec.h"
 #include "llm/speculative.h"
 #include "llm/stop_strings.h"
 
@@ -31,6 +32,9 @@ struct Scheduler::Slot {
   // across jobs so that a prompt's shared prefix stays in the draft cache too.
   std::unique_ptr<llm::Context> draft_ctx;
   std::unique_ptr<llm::DraftModelDrafter> drafter;
+  // With SpecOptions::self_spec: the drafter over ctx itself with layers skipped (ctx is declared before it).
+  std::unique_ptr<llm::SelfSpecDrafter> self_drafter;
+  bool model_drafts() const { return drafter || self_drafter; }  // a drafter whose tokens cost passes
   std::vector<int32_t> cached;  // the tokens at positions 0 .. ctx->n_past()-1
   std::shared_ptr<Job> job;     // null: free
   bool prefilling = false, first_chunk = true;
@@ -109,6 +113,8 @@ Scheduler::Scheduler(std::vector<std::unique_ptr<llm::Context>> contexts, const 
       s->draft_ctx = std::move(drafts[i]);
       // Only the ids both vocabularies have are proposed (the load checked that they agree).
       s->drafter = std::make_unique<llm::DraftModelDrafter>(*s->draft_ctx, std::min(s->ctx->n_vocab(), s->draft_ctx->n_vocab()));
+    } else if (!spec_.self_spec.empty()) {
+      s->self_drafter = std::make_unique<llm::SelfSpecDrafter>(*s->ctx, spec_.self_spec);
     }
     slots_.push_back(std::move(s));
   }
@@ -298,7 +304,7 @@ void Scheduler::Step() {
 
 int Scheduler::Draft(Slot& s, int room, int rows, int others) {
   s.verify.assign(1, s.next);
-  if ((spec_.lookup <= 0 && !s.drafter) || s.matcher || room <= 0) return 0;
+  if ((spec_.lookup <= 0 && !s.model_drafts()) || s.matcher || room <= 0) return 0;
   const llm::Context& ctx = *s.ctx;
   // Rows past next: within the room, the context, a batch (so that the rollback keeps sliding-window rings)
   // and what the answer may still take (row i of the pass gives its token i + 2 from now). Within the
@@ -312,7 +318,7 @@ int Scheduler::Draft(Slot& s, int room, int rows, int others) {
     draft = llm::LookupDraft(s.cached, std::min(k, spec_.lookup), spec_.ngram_max, spec_.ngram_min);
     s.cached.pop_back();
   }
-  const bool ask_model = draft.empty() && s.drafter;
+  const bool ask_model = draft.empty() && s.model_drafts();
   if (draft.empty() && !ask_model) return 0;  // nothing to draft: a plain step that costs no choice
   // The lookup's draft is free; the draft model's tokens cost its passes.
   const double token_s = !ask_model ? 0 : spec_.fixed_costs.pass_s > 0 ? spec_.fixed_costs.draft_token_s : draft_token_s_;
@@ -369,8 +375,30 @@ constexpr size_t kDraftWindow = 16;
 
 }  // namespace
 
+void Scheduler::DraftWithSkippedLayers(const std::vector<std::pair<Slot*, int>>& asks) {
+  // The history is the slot's whole cache and next (the drafter evaluates next over what ctx holds): no
+  // catch-up, so every draft's time is the drafting's own.
+  std::vector<llm::SelfSpecDrafter::Request> requests;
+  for (const auto& [s, n] : asks) s->cached.push_back(s->next);
+  for (const auto& [s, n] : asks) requests.push_back({s->self_drafter.get(), &s->cached, n, {}});
+  llm::SelfSpecDrafter::DraftMany(requests);
+  for (size_t i = 0; i < asks.size(); ++i) {
+    Slot& s = *asks[i].first;
+    s.cached.pop_back();
+    s.verify.insert(s.verify.end(), requests[i].draft.begin(), requests[i].draft.end());
+  }
+}
+
 double Scheduler::DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks) {
   const double t0 = Now();
+  if (asks.front().first->self_drafter) {
+    DraftWithSkippedLayers(asks);
+    int longest = 0;
+    for (const auto& ask : asks) longest = std::max(longest, ask.second);
+    const double seconds = Now() - t0, per_token = seconds / std::max(longest, 1);
+    draft_token_s_ = draft_token_s_ > 0 ? llm::SmoothedSeconds(draft_token_s_, per_token) : per_token;
+    return seconds;
+  }
   std::vector<llm::DraftModelDrafter::Request> requests;
   int longest = 0;
   bool steady = true;  // every slot drafted in the step before: only a few tokens to catch up on

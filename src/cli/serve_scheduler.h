@@ -30,6 +30,12 @@
 // finds nothing (as `run` chains them). A probe after a pause catches the draft model up on the slot's first
 // and newest tokens only (see DraftWithModel). The slots' draft contexts draft together, in shared passes of the
 // draft model (llm::DraftModelDrafter::DraftMany).
+//
+// Self-speculative decoding (`serve --self-spec`, SpecOptions::self_spec): each slot's own context drafts with
+// the skipped layers bypassed (llm::SelfSpecDrafter: the same weights, the kept layers' KV cache), in the
+// place and with the cost accounting of a draft model (per drafted token, measured), the slots' drafts again
+// in shared passes (llm::SelfSpecDrafter::DraftMany). A draft leaves the slot's cache as it was; the verify
+// pass then writes every layer at the drafted positions and the rejected ones are dropped as for any draft.
 #pragma once
 
 #include <atomic>
@@ -111,7 +117,9 @@ struct SpecOptions {
   int lookup = 0;     // the longest draft
   int ngram_max = 3;  // the n-gram sizes matched, longest first
   int ngram_min = 1;
-  int draft_max = 8;  // with draft contexts: the longest draft of the draft model
+  int draft_max = 8;  // with draft contexts or self_spec: the longest draft of the draft model / skipping layers
+  std::vector<int> self_spec;  // the layers each slot's context skips to draft for itself (empty: off); a skip
+                               // set that passed llm::CheckSkipSet for the model; not with draft contexts
   // A testing tool, never a user option: pass_s > 0 replaces the measured costs (a step whose pass has n rows
   // takes pass_s + n * row_s seconds, a token of the draft model draft_token_s), so that a test's drafting
   // decisions do not depend on the machine's timing.
@@ -166,9 +174,11 @@ class Scheduler {
   // The estimated seconds of the step with k = 0..k_max drafted tokens added to a pass of `rows` rows, each
   // drafted token costing token_s as well (0 at k = 0 when nothing is measured yet).
   std::vector<double> StepEstimates(int rows, int k_max, double token_s) const;
-  // The draft models of the slots that asked (slot, tokens) propose together: their passes are shared.
-  // Returns the seconds it took.
+  // The draft models (or the self-speculative drafters) of the slots that asked (slot, tokens) propose
+  // together: their passes are shared. Returns the seconds it took.
   double DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks);
+  // DraftWithModel's self-speculative half: the drafts, appended to each slot's verify.
+  void DraftWithSkippedLayers(const std::vector<std::pair<Slot*, int>>& asks);
   // The prompt tokens a prefilling slot evaluates next (after dropping the part of its cache the prompt does
   // not share, on its first chunk): at most `limit`.
   int PrefillChunk(Slot& s, int limit);

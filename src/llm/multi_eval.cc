@@ -16,6 +16,8 @@ Status Context::CheckSharesPasses(const Context& o) const {
   if (o.rotate_k_ != rotate_k_) return InvalidArgument("rotates its keys differently");
   if (o.params_.attn_f16 != params_.attn_f16) return InvalidArgument("accumulates attention differently (attn_f16)");
   if (o.params_.fusions.OffList() != params_.fusions.OffList()) return InvalidArgument("has other fusions");
+  // The pass computes the lead's layers for every row: a self-speculative draft's skip set must be all of theirs.
+  if (o.skip_ != skip_) return InvalidArgument("skips other layers");
   return Status::Ok();
 }
 

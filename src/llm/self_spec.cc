@@ -102,13 +102,19 @@ std::string FormatSkipLayers(const std::vector<int>& skip) {
 SelfSpecDrafter::SelfSpecDrafter(Context& ctx, const std::vector<int>& skip)
     : ctx_(ctx), flags_(Flags(skip, ctx.model().config().n_layers)) {}
 
-std::vector<int32_t> SelfSpecDrafter::operator()(const std::vector<int32_t>& history, int n_draft) {
-  std::vector<int32_t> draft;
+int SelfSpecDrafter::Length(const std::vector<int32_t>& history, int n_draft) const {
   // One pass per drafted token, the first over the token the cache has not seen; they must fit, and stay
   // within a batch so that Truncate can roll sliding-window rings back.
   n_draft = std::min(n_draft, ctx_.n_batch() - 1);
+  if (broken_ || n_draft <= 0 || history.empty() || ctx_.n_past() + n_draft > ctx_.n_ctx()) return 0;
+  return n_draft;
+}
+
+std::vector<int32_t> SelfSpecDrafter::operator()(const std::vector<int32_t>& history, int n_draft) {
+  std::vector<int32_t> draft;
+  n_draft = Length(history, n_draft);
   const int base = ctx_.n_past();
-  if (broken_ || n_draft <= 0 || history.empty() || base + n_draft > ctx_.n_ctx()) return draft;
+  if (n_draft == 0) return draft;
   const auto t0 = Clock::now();
   ++stats_.calls;
   ctx_.SetSkipLayers(flags_);
@@ -126,6 +132,59 @@ std::vector<int32_t> SelfSpecDrafter::operator()(const std::vector<int32_t>& his
   ctx_.Truncate(base);
   stats_.seconds += Seconds(t0, Clock::now());
   return draft;
+}
+
+void SelfSpecDrafter::DraftMany(std::vector<Request>& requests) {
+  std::vector<Request*> shared;
+  std::vector<int> length, base;
+  std::vector<int32_t> token;  // each shared request's token of the next step (one row each)
+  int longest = 0;
+  for (Request& r : requests) {
+    r.draft.clear();
+    SelfSpecDrafter& d = *r.drafter;
+    if (d.alone_) {
+      r.draft = d(*r.history, r.n_draft);
+      continue;
+    }
+    const int n = d.Length(*r.history, r.n_draft);
+    if (n == 0) continue;
+    shared.push_back(&r);
+    length.push_back(n);
+    base.push_back(d.ctx_.n_past());
+    token.push_back(r.history->back());
+    longest = std::max(longest, n);
+    ++d.stats_.calls;
+    d.ctx_.SetSkipLayers(d.flags_);  // every context of a shared pass skips the same layers (EvalMulti checks)
+  }
+  const auto t_shared = Clock::now();
+  std::vector<SeqTokens> rows;
+  std::vector<size_t> who;
+  for (int step = 0; step < longest; ++step) {
+    rows.clear();
+    who.clear();
+    for (size_t i = 0; i < shared.size(); ++i)
+      if (step < length[i]) rows.push_back({&shared[i]->drafter->ctx_, &token[i], 1, false}), who.push_back(i);
+    if (rows.empty()) break;
+    const bool ok = Context::EvalMulti(rows).ok();
+    for (size_t i : who) {
+      SelfSpecDrafter& d = *shared[i]->drafter;
+      if (!ok) {  // a draft is only a proposal: keep what came before
+        d.alone_ = true;
+        length[i] = step;
+        continue;
+      }
+      ++d.stats_.evals;
+      token[i] = Argmax(d.ctx_.logits(0), d.ctx_.n_vocab());
+      shared[i]->draft.push_back(token[i]);
+    }
+  }
+  const double each = shared.empty() ? 0 : Seconds(t_shared, Clock::now()) / static_cast<double>(shared.size());
+  for (size_t i = 0; i < shared.size(); ++i) {
+    SelfSpecDrafter& d = *shared[i]->drafter;
+    d.ctx_.SetSkipLayers({});
+    d.ctx_.Truncate(base[i]);
+    d.stats_.seconds += each;
+  }
 }
 
 Result<ModelIdentity> IdentifyModel(const gguf::File& file) {

@@ -55,10 +55,29 @@ class SelfSpecDrafter {
   std::vector<int32_t> operator()(const std::vector<int32_t>& history, int n_draft);
   const SelfSpecStats& stats() const { return stats_; }
 
+  // One draft request of DraftMany.
+  struct Request {
+    SelfSpecDrafter* drafter;
+    const std::vector<int32_t>* history;
+    int n_draft;
+    std::vector<int32_t> draft;  // out: what (*drafter)(*history, n_draft) would return
+  };
+  // Several drafters over distinct contexts of one model with the same skip set (serve's slots) draft at once:
+  // each greedy step of all of them is one shared pass (Context::EvalMulti: one read of the kept layers'
+  // weights for every slot). Each row's logits are the bits its own pass would give, so every draft is the one
+  // operator() would return. Each context's cache is as it was on return. A drafter in a shared pass that
+  // failed keeps what it drafted before it, and drafts alone from then on (operator(), which stops for good
+  // when its own pass fails): one slot's overflow does not stop the others.
+  static void DraftMany(std::vector<Request>& requests);
+
  private:
+  // The draft length operator() takes for n_draft wanted, 0 when it drafts nothing.
+  int Length(const std::vector<int32_t>& history, int n_draft) const;
+
   Context& ctx_;
   std::vector<bool> flags_;  // Context::SetSkipLayers' form of the skip set
   bool broken_ = false;      // a draft pass failed: no more drafts
+  bool alone_ = false;       // a shared draft pass failed: DraftMany drafts this one by itself
   SelfSpecStats stats_;
 };
 

@@ -364,7 +364,7 @@ async function testConcurrent(client, refA, refB, promptB) {
 // pass, and a long prompt's prefill chunks (-b 16) ride along with the others' decode rows. The streams
 // start together and end at different lengths (slots leave the batch mid-way); each equals `run --temp 0`
 // on its own prompt, so the rows of a batch share no state (positions, caches, logits). With `extra`
-// (--lookup, --draft-quant: speculative decoding) the same must come out, drafts must have been accepted,
+// (--lookup, --draft-quant, --self-spec: speculative decoding) the same must come out, drafts must have been accepted,
 // and a sampled answer (seeded) is returned for the caller to compare across servers.
 async function testBatched(prompts, lengths, refs, extra = [], label = "batched") {
   const p = spawn(bin, ["serve", "-m", model, "--port", "0", "--parallel", "4", "-b", "16", "-t", "1", "-c", "1024", ...extra],
@@ -381,7 +381,7 @@ async function testBatched(prompts, lengths, refs, extra = [], label = "batched"
     for (const [i, g] of got.entries()) eq(g.text, refs[i].text, `${label}: stream ${i} equals its solo answer`);
     const sampled = await client.completions.create({ model: "m", prompt: prompts[0], temperature: 0.9, seed: 11, max_tokens: 200,
                                                       ignore_eos: true });
-    if (extra.some((a) => a === "--lookup" || a.startsWith("--draft"))) {
+    if (extra.some((a) => a === "--lookup" || a.startsWith("--draft") || a === "--self-spec")) {
       const drafted = await metric(base, "edgedecode_draft_tokens_total");
       const accepted = await metric(base, "edgedecode_draft_tokens_accepted_total");
       console.log(`note: ${label}: ${accepted} of ${drafted} drafted tokens accepted`);
@@ -474,8 +474,8 @@ function testRefusals() {
 }
 
 // Speculative decoding with a draft model: refused as `run` refuses it (exit 2 for a bad --draft-quant type,
-// a draft of another vocabulary, a draft larger than the model, --draft-max alone, --self-spec, which is
-// run's), and the draft's weights and per-slot KV cache counted in the memory check: memory that holds the
+// a draft of another vocabulary, a draft larger than the model, --draft-max alone, --self-spec of a layer the
+// model lacks), and the draft's weights and per-slot KV cache counted in the memory check: memory that holds the
 // slots' plan without the draft (per `plan --seqs 4`) but not with it refuses to start (exit 1, the plan
 // with its draft lines).
 function testDraftRefusals() {
@@ -496,10 +496,11 @@ function testDraftRefusals() {
   r = spawnSync(bin, ["serve", "-m", q4, "--port", "0", "-t", "1", "--draft", model], { encoding: "utf8", timeout: 20000 });
   check(r.status === 2 && /more than the target's/.test(r.stderr), "serve --draft larger than the model: exit 2", `${r.status} ${r.stderr}`);
   r = serve(["--draft-max", "4"]);
-  check(r.status === 2 && /--draft-max needs --draft or --draft-quant/.test(r.stderr), "serve --draft-max alone: exit 2",
+  check(r.status === 2 && /--draft-max needs --draft, --draft-quant or --self-spec/.test(r.stderr), "serve --draft-max alone: exit 2",
         `${r.status} ${r.stderr}`);
-  r = serve(["--self-spec", "auto"]);
-  check(r.status === 2 && /--self-spec is a `run` option/.test(r.stderr), "serve --self-spec: exit 2, a run option", `${r.status} ${r.stderr}`);
+  r = serve(["--self-spec", "2,9"]);
+  check(r.status === 2 && /--self-spec 2,9: layer 9 is out of range: the model has 5 layers/.test(r.stderr),
+        "serve --self-spec of a layer the model lacks: exit 2, as run", `${r.status} ${r.stderr}`);
   const total = (extra) => JSON.parse(execFileSync(bin, ["plan", "-m", model, "--seqs", "4", "-c", "1024", "-b", "16", "--json", ...extra],
                                                    { stdio: ["ignore", "pipe", "ignore"] }).toString()).total_bytes;
   const plain = total([]), drafted = total(["--draft-quant", "q4_0"]);
@@ -508,6 +509,32 @@ function testDraftRefusals() {
   r = serve(["--parallel", "4", "-c", "1024", "-b", "16", "--draft-quant", "q4_0"], { EDGEDECODE_AVAILABLE_MEMORY: avail });
   check(r.status === 1 && /draft KV cache/.test(r.stderr) && /--parallel 4 needs/.test(r.stderr),
         "serve --draft-quant beyond memory (without the draft it fits): exit 1 with the draft in the plan", `${r.status} ${r.stderr.slice(-400)}`);
+}
+
+// serve --self-spec auto without a saved skip set (a copy of the model in the work folder): it searches on the
+// built-in text before it answers, saves the set beside the model, and serves.
+async function testSelfSpecAuto() {
+  const copy = path.join(work, "self-spec-auto.gguf");
+  fs.copyFileSync(model, copy);
+  fs.rmSync(copy + ".self-spec.json", { force: true });
+  const p = spawn(bin, ["serve", "-m", copy, "--port", "0", "-t", "1", "-c", "256", "--self-spec", "auto"],
+                  { stdio: ["ignore", "ignore", "pipe"] });
+  let log = "";
+  p.stderr.on("data", (d) => (log += d.toString()));
+  try {
+    const base = `http://127.0.0.1:${await listeningPort(p)}`;
+    let status = 0;
+    for (let i = 0; i < 600 && status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      status = (await fetch(base + "/health").catch(() => ({ status: 0 }))).status;
+    }
+    eq(status, 200, "self-spec auto: serves after the search");
+    check(/searched the layers to skip on \d+ tokens of the built-in text/.test(log) && fs.existsSync(copy + ".self-spec.json"),
+          "self-spec auto: searched on the built-in text and saved beside the model", log);
+    check(/ready: .*self-spec 8 \(skip [0-9,-]+, searched/.test(log), "self-spec auto: the ready line names the set", log);
+  } finally {
+    p.kill("SIGKILL");
+  }
 }
 
 // While the model loads (a 135M-parameter synth model: long enough to see), /health and the API answer
@@ -553,6 +580,9 @@ async function main() {
   testDraftRefusals();
   const sampledDraft = await testBatched(batchPrompts, batchLengths, batchRefs, ["--draft-quant", "q4_0"], "draft");
   eq(sampledDraft, sampledPlain, "draft: a seeded sampled answer equals the one without drafting");
+  const sampledSelf = await testBatched(batchPrompts, batchLengths, batchRefs, ["--self-spec", "3"], "self-spec");
+  eq(sampledSelf, sampledPlain, "self-spec: a seeded sampled answer equals the one without drafting");
+  await testSelfSpecAuto();
   const base = await startServer();
   const client = new OpenAI({ baseURL: base + "/v1", apiKey: KEY, maxRetries: 0 });
   await testChat(client, chatRef);
