@@ -276,7 +276,7 @@ void AttentionStreamRates(double budget) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> row(kHd), q(kGroup * kHd), s(kGroup * kC), w(kGroup * kC), acc(kGroup * kHd), mx(kGroup), sum(kGroup);
   for (float& f : q) f = nd(rng);
-  for (GgmlType t : {GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+  for (GgmlType t : {GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
     const size_t rb = RowBytes(t, kHd), layer = rb * kHeads * kN;
     std::vector<uint8_t> K(layer * kLayers), V(K.size());
     for (size_t r = 0; r < K.size() / rb; ++r) {  // a few distinct rows, replicated: values do not change speed
@@ -292,7 +292,8 @@ void AttentionStreamRates(double budget) {
     for (kernels::Isa isa : {kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kNeon}) {
       if (!kernels::IsaAvailable(isa)) continue;
       kernels::Activations qa;
-      if (t != GgmlType::kF16) qa.Prepare(isa, t, q.data(), kGroup, kHd);
+      const bool float_k = t == GgmlType::kF16 || t == GgmlType::kBF16;  // else integer dots, q8 queries
+      if (!float_k) qa.Prepare(isa, t, q.data(), kGroup, kHd);
       auto rate = [&](int64_t layers) { return Rate(2 * layer, budget, [&](int i) {
         const size_t l = static_cast<size_t>(i % layers) * layer;
         for (int64_t h = 0; h < kHeads; ++h) {
@@ -300,7 +301,7 @@ void AttentionStreamRates(double budget) {
           const uint8_t* v = V.data() + l + h * kN * rb;
           std::fill(acc.begin(), acc.end(), 0.0f), std::fill(mx.begin(), mx.end(), -INFINITY), std::fill(sum.begin(), sum.end(), 0.0f);
           for (int64_t t0 = 0; t0 < kN; t0 += kC) {
-            if (t == GgmlType::kF16) kernels::AttentionScores(isa, t, k + t0 * rb, rb, kHd, kC, q.data(), kHd, kGroup, s.data(), kC);
+            if (float_k) kernels::AttentionScores(isa, t, k + t0 * rb, rb, kHd, kC, q.data(), kHd, kGroup, s.data(), kC);
             else kernels::AttentionScoresQ(isa, t, k + t0 * rb, rb, kHd, kC, qa, s.data(), kC);
             for (int64_t j = 0; j < kGroup; ++j) {
               const float cm = kernels::ScaleMax(isa, s.data() + j * kC, kC, 0.125f, mx[j]);

@@ -3,10 +3,10 @@
 # server per configuration per rep, in an order rotated each rep; medians and ratios to plain, and each
 # configuration's drafting counters from /metrics (drafted / accepted tokens, draft passes, paused steps).
 #
-#   bench/serve_spec_ab.sh [-m MODEL.gguf] [--draft FILE] [--draft-quant TYPE] [--lookup N] [--draft-max N]
+#   bench/serve_spec_ab.sh [-m MODEL.gguf] [--draft FILE] [--draft-quant TYPE] [--self-spec LAYERS] [--lookup N] [--draft-max N]
 #                          [--parallel "1 2"] [--threads 1] [--reps 5] [--tg 256]
 #
-# Configurations: plain, --draft FILE (or --draft-quant TYPE), --lookup N. Defaults: stories260K f32
+# Configurations: plain, --draft FILE (or --draft-quant TYPE, or --self-spec LAYERS), --lookup N. Defaults: stories260K f32
 # (../shared/testdata/llm) with its llama.cpp q4_0 copy as the draft, --lookup 4, --draft-max 4. The client
 # is bench/serve_bench.mjs: with 1 slot one stream's decode tok/s (--only single), with N slots N concurrent
 # streams' aggregate tok/s (--only aggregate); greedy, ignore_eos; the same --seed (so the same prompts) for
@@ -27,6 +27,7 @@ while (($#)); do
     -m) model=$2; shift 2 ;;
     --draft) draft=(--draft "$2"); shift 2 ;;
     --draft-quant) draft=(--draft-quant "$2"); shift 2 ;;
+    --self-spec) draft=(--self-spec "$2"); shift 2 ;;
     --lookup) lookup=$2; shift 2 ;;
     --draft-max) dmax=$2; shift 2 ;;
     --parallel) parallel=$2; shift 2 ;;
