@@ -8,7 +8,8 @@ For every model in MODELS (below), both engines get the same prompts as token id
 tokenizer differences cannot confound): several deterministic pseudo-random id sequences of 32-64 tokens
 plus the ids llama.cpp's tokenizer gives for real text. llama.cpp runs through tools/oracle/logits.mjs
 (node-llama-cpp, CPU, 1 thread, f32 KV cache); edgedecode runs
-`logits -m MODEL --ids a,b,c --top K --kv-type f32 --json` (the same f32 KV cache on both sides).
+`logits -m MODEL --ids a,b,c --top K --kv-type f32 --json` (the same f32 KV cache on both sides; a model
+entry with kv="bf16" runs both with a bf16 cache).
 
 Per position i (distribution of the token after ids[0..i]):
   - top-1 agreement: edgedecode's most likely token is llama.cpp's. A position where llama.cpp itself has a
@@ -85,6 +86,13 @@ MODELS = [
 ] + [
     dict(name=f"llama-tiny.f32>{t}", src=("quantize", "llama-tiny", t), on=True)
     for t in ("q8_0", "q4_0", "q4_k", "q6_k")
+] + [
+    # A bf16 KV cache on both sides (llama.cpp rounds the queries and the softmax weights to bf16 too, as
+    # edgedecode does), on 16-bit weights: quantized ones amplify a one-ulp difference upstream into a
+    # differing bf16 key or query on these random shapes, by as much as the 16-bit cache's own effect
+    # (docs/performance.md, "Agreement with llama.cpp").
+    dict(name=f"{preset}.f16.kv-bf16", src=("synth", preset, "f16"), kv="bf16", on=True)
+    for preset in ("llama-tiny", "qwen3-tiny", "gemma3-tiny")
 ]
 MIN_TOP1 = 0.98       # fraction of positions
 MAX_MEAN_KL = 1e-3    # nats
@@ -201,8 +209,8 @@ def make_prompts(info, name):
     return prompts
 
 
-def edgedecode_logits(bin_, model, ids, k, name):
-    out, secs = run([bin_, "logits", "-m", model, "--ids", ",".join(map(str, ids)), "--top", str(k), "--kv-type", "f32",
+def edgedecode_logits(bin_, model, ids, k, name, kv="f32"):
+    out, secs = run([bin_, "logits", "-m", model, "--ids", ",".join(map(str, ids)), "--top", str(k), "--kv-type", kv,
                      "--kernels", KERNELS, "--json"],
                     f"{name}: edgedecode logits")
     try:
@@ -275,7 +283,8 @@ def compare_position(op, ep):
 
 def compare_model(m, model, bin_, work, fake_sigma=None):
     name = m["name"]
-    key = (model, FULL_MAX, TOP_K_LARGE)
+    kv = m.get("kv", "f32")
+    key = (model, FULL_MAX, TOP_K_LARGE, kv)
     if key in _ORACLE_RUNS:  # the selftest compares several fakes against one oracle run
         n_vocab, k, odoc, oracle_secs = _ORACLE_RUNS[key]
     else:
@@ -289,7 +298,7 @@ def compare_model(m, model, bin_, work, fake_sigma=None):
         ofile = os.path.join(work, f"{name}.oracle.json")
         with open(pfile, "w") as f:
             json.dump(prompts, f)
-        oracle([model, pfile, ofile, "--top", str(k), "--full-max", str(FULL_MAX)], f"{name}: oracle")
+        oracle([model, pfile, ofile, "--top", str(k), "--full-max", str(FULL_MAX), "--kv", kv], f"{name}: oracle")
         with open(ofile) as f:
             odoc = json.load(f)
         oracle_secs = time.monotonic() - t0
@@ -301,7 +310,7 @@ def compare_model(m, model, bin_, work, fake_sigma=None):
     for op in odoc["prompts"]:
         label = f"{name}/{op['name']}"
         if fake_sigma is None:
-            edoc, secs = edgedecode_logits(bin_, model, op["tokens"], k, label)
+            edoc, secs = edgedecode_logits(bin_, model, op["tokens"], k, label, kv)
             ed_secs += secs
         else:
             edoc = fake_logits(op, k, fake_sigma, rng)

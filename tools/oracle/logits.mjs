@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // llama.cpp (through node-llama-cpp, pinned in package.json) as the correctness oracle for edgedecode.
 //
-//   node tools/oracle/logits.mjs MODEL.gguf PROMPTS.json OUT.json [--top K] [--full-max N] [--threads T] [--kv f32|f16]
+//   node tools/oracle/logits.mjs MODEL.gguf PROMPTS.json OUT.json [--top K] [--full-max N] [--threads T] [--kv f32|f16|bf16]
 //   node tools/oracle/logits.mjs tokenize MODEL.gguf TEXT [--no-bos] [--special]
 //   node tools/oracle/logits.mjs info MODEL.gguf [TEXT...] [--no-bos] [--special]
 //
@@ -26,7 +26,7 @@ import {fileURLToPath} from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const usage =
-    "usage: logits.mjs MODEL.gguf PROMPTS.json OUT.json [--top K] [--full-max N] [--threads T] [--kv f32|f16]\n" +
+    "usage: logits.mjs MODEL.gguf PROMPTS.json OUT.json [--top K] [--full-max N] [--threads T] [--kv f32|f16|bf16]\n" +
     "       logits.mjs tokenize MODEL.gguf TEXT [--no-bos] [--special]\n" +
     "       logits.mjs info MODEL.gguf [TEXT...] [--no-bos] [--special]\n";
 
@@ -50,7 +50,7 @@ function parseArgs(argv) {
         else if (a === "--threads") opt.threads = num("--threads");
         else if (a === "--kv") {
             opt.kv = argv[++i];
-            if (opt.kv !== "f32" && opt.kv !== "f16") die(`--kv must be f32 or f16, got '${opt.kv}'`);
+            if (!["f32", "f16", "bf16"].includes(opt.kv)) die(`--kv must be f32, f16 or bf16, got '${opt.kv}'`);
         } else if (a === "--no-bos") opt.bos = false;
         else if (a === "--special") opt.special = true;
         else if (a === "-h" || a === "--help") {
