@@ -375,32 +375,28 @@ constexpr size_t kDraftWindow = 16;
 
 }  // namespace
 
-void Scheduler::DraftWithSkippedLayers(const std::vector<std::pair<Slot*, int>>& asks) {
+template <class Requests>
+void Scheduler::AppendDrafts(const std::vector<std::pair<Slot*, int>>& asks, const Requests& requests) {
+  for (size_t i = 0; i < asks.size(); ++i) {
+    Slot& s = *asks[i].first;
+    s.cached.pop_back();  // next, pushed as the history's last token for the drafter
+    s.verify.insert(s.verify.end(), requests[i].draft.begin(), requests[i].draft.end());
+  }
+}
+
+bool Scheduler::DraftWithSkippedLayers(const std::vector<std::pair<Slot*, int>>& asks) {
   // The history is the slot's whole cache and next (the drafter evaluates next over what ctx holds): no
   // catch-up, so every draft's time is the drafting's own.
   std::vector<llm::SelfSpecDrafter::Request> requests;
   for (const auto& [s, n] : asks) s->cached.push_back(s->next);
   for (const auto& [s, n] : asks) requests.push_back({s->self_drafter.get(), &s->cached, n, {}});
   llm::SelfSpecDrafter::DraftMany(requests);
-  for (size_t i = 0; i < asks.size(); ++i) {
-    Slot& s = *asks[i].first;
-    s.cached.pop_back();
-    s.verify.insert(s.verify.end(), requests[i].draft.begin(), requests[i].draft.end());
-  }
+  AppendDrafts(asks, requests);
+  return true;
 }
 
-double Scheduler::DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks) {
-  const double t0 = Now();
-  if (asks.front().first->self_drafter) {
-    DraftWithSkippedLayers(asks);
-    int longest = 0;
-    for (const auto& ask : asks) longest = std::max(longest, ask.second);
-    const double seconds = Now() - t0, per_token = seconds / std::max(longest, 1);
-    draft_token_s_ = draft_token_s_ > 0 ? llm::SmoothedSeconds(draft_token_s_, per_token) : per_token;
-    return seconds;
-  }
+bool Scheduler::DraftWithDraftModels(const std::vector<std::pair<Slot*, int>>& asks) {
   std::vector<llm::DraftModelDrafter::Request> requests;
-  int longest = 0;
   bool steady = true;  // every slot drafted in the step before: only a few tokens to catch up on
   for (const auto& [s, n] : asks) {
     const size_t have = s->cached.size();
@@ -416,19 +412,22 @@ double Scheduler::DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks)
       view = &s->draft_view;
     }
     requests.push_back({s->drafter.get(), view, n, {}});
-    longest = std::max(longest, n);
   }
   llm::DraftModelDrafter::DraftMany(requests);
-  for (size_t i = 0; i < asks.size(); ++i) {
-    Slot& s = *asks[i].first;
-    s.cached.pop_back();
-    s.verify.insert(s.verify.end(), requests[i].draft.begin(), requests[i].draft.end());
-  }
+  AppendDrafts(asks, requests);
+  return steady;
+}
+
+double Scheduler::DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks) {
+  const double t0 = Now();
+  const bool steady = asks.front().first->self_drafter ? DraftWithSkippedLayers(asks) : DraftWithDraftModels(asks);
   // Per drafted token: the shared passes take one greedy step of every slot at once, so the longest draft
   // sets their number. Measured while drafting goes on (the catch-up of a step's accepted tokens charged to
   // it), not on a probe's or a new prompt's longer catch-up, a one-off cost of resuming.
   const double seconds = Now() - t0;
   if (steady) {
+    int longest = 0;
+    for (const auto& ask : asks) longest = std::max(longest, ask.second);
     const double per_token = seconds / std::max(longest, 1);
     draft_token_s_ = draft_token_s_ > 0 ? llm::SmoothedSeconds(draft_token_s_, per_token) : per_token;
   }

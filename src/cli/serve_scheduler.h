@@ -177,8 +177,15 @@ class Scheduler {
   // The draft models (or the self-speculative drafters) of the slots that asked (slot, tokens) propose
   // together: their passes are shared. Returns the seconds it took.
   double DraftWithModel(const std::vector<std::pair<Slot*, int>>& asks);
-  // DraftWithModel's self-speculative half: the drafts, appended to each slot's verify.
-  void DraftWithSkippedLayers(const std::vector<std::pair<Slot*, int>>& asks);
+  // DraftWithModel's two halves: the drafts of the draft models / of the self-speculative drafters, appended to
+  // each slot's verify. Each returns whether its time measures drafting alone (no catch-up of history), the
+  // time DraftWithModel charges per drafted token.
+  bool DraftWithDraftModels(const std::vector<std::pair<Slot*, int>>& asks);
+  bool DraftWithSkippedLayers(const std::vector<std::pair<Slot*, int>>& asks);
+  // Each slot's draft (requests[i].draft, of asks[i]) appended to its verify rows; next, pushed on its cached
+  // tokens as the history the drafter continued, popped.
+  template <class Requests>
+  void AppendDrafts(const std::vector<std::pair<Slot*, int>>& asks, const Requests& requests);
   // The prompt tokens a prefilling slot evaluates next (after dropping the part of its cache the prompt does
   // not share, on its first chunk): at most `limit`.
   int PrefillChunk(Slot& s, int limit);

@@ -144,20 +144,24 @@ void RefAccumulateRows(GgmlType vt, const uint8_t* v, size_t row_bytes, int64_t 
         std::fill(scale.begin() + 32 * b, scale.begin() + 32 * (b + 1), quant::HalfToFloat(d16));
       }
     }
-    for (int64_t j = 0; j < m; ++j)
+    for (int64_t j = 0; j < m; ++j) {
+      const float wt = Bf16IfBf16(bf16, w[j * ldw + t]);
       for (int64_t d = 0; d < hd; ++d)
-        acc[j * ldacc + d] = std::fma(Bf16IfBf16(bf16, w[j * ldw + t]) * scale[static_cast<size_t>(d)], row[d], acc[j * ldacc + d]);
+        acc[j * ldacc + d] = std::fma(wt * scale[static_cast<size_t>(d)], row[d], acc[j * ldacc + d]);
+    }
   }
 }
 
 void RefAttentionScores(GgmlType kt, const uint8_t* k, size_t row_bytes, int64_t hd, int64_t n, const float* q, int64_t ldq,
                         int64_t m, float* s, int64_t lds) {
-  std::vector<float> row(static_cast<size_t>(hd));
+  std::vector<float> row(static_cast<size_t>(hd)), qk(static_cast<size_t>(m * hd));  // qk: the queries as multiplied
+  for (int64_t j = 0; j < m; ++j)
+    for (int64_t d = 0; d < hd; ++d) qk[static_cast<size_t>(j * hd + d)] = Bf16IfBf16(kt == GgmlType::kBF16, q[j * ldq + d]);
   for (int64_t t = 0; t < n; ++t) {
     quant::DequantizeRow(kt, k + t * row_bytes, row.data(), hd);
     for (int64_t j = 0; j < m; ++j) {
       double dot = 0;
-      for (int64_t d = 0; d < hd; ++d) dot += static_cast<double>(Bf16IfBf16(kt == GgmlType::kBF16, q[j * ldq + d])) * row[d];
+      for (int64_t d = 0; d < hd; ++d) dot += static_cast<double>(qk[static_cast<size_t>(j * hd + d)]) * row[d];
       s[j * lds + t] = static_cast<float>(dot);
     }
   }
