@@ -139,8 +139,8 @@ double Rate(size_t bytes, double budget, F fn, bool median = false) {
 // Median GMAC/s of the packed kernel of type t at m = 8 on `rows` x 2048, per ISA that packs t, over
 // `copies` copies of the matrix used in turn (0: enough to exceed the L3), printed as "weights <where>".
 // The copies sit in 2 MiB pages where the kernel allows, as the runtime's packed copy does.
-void PackedM8Rates(GgmlType t, int64_t rows, int copies, const char* where, double budget) {
-  constexpr int64_t kK = 2048, kM = 8;
+void PackedRates(GgmlType t, int kM, int64_t rows, int copies, const char* where, double budget) {
+  constexpr int64_t kK = 2048;
   std::mt19937 rng(3);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> w(kK), x(kM * kK), y(kM * rows);
@@ -170,8 +170,8 @@ void PackedM8Rates(GgmlType t, int64_t rows, int copies, const char* where, doub
     const double g = Rate(static_cast<size_t>(rows * kK * kM), budget, [&](int i) {
       kernels::MatMulPacked(isa, t, P.get() + pb * (i % n), rows, kK, 0, rows, a, y.data(), rows);
     }, true);
-    std::printf("%s packed, m=8, weights %s: %.0f GMAC/s (%.1f GB/s of weights), %s; 1 thread\n",
-                TypeName(static_cast<uint32_t>(t)).c_str(), where, g,
+    std::printf("%s packed, m=%d, weights %s: %.0f GMAC/s (%.1f GB/s of weights), %s; 1 thread\n",
+                TypeName(static_cast<uint32_t>(t)).c_str(), kM, where, g,
                 g * pb / static_cast<double>(rows * kK * kM), kernels::IsaName(isa));
   }
 }
@@ -338,6 +338,13 @@ int main(int argc, char** argv) {
     AttentionStreamRates(budget);
     return 0;
   }
+  if (argc > 2 && std::strcmp(argv[2], "decode") == 0) {  // m = 1: the kernels' own rate against DRAM's
+    for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+      PackedRates(t, 1, 256, 1, "in L2", budget);
+      PackedRates(t, 1, 5632, 0, "from DRAM", budget);
+    }
+    return 0;
+  }
   if (argc > 2 && std::strcmp(argv[2], "attn") == 0) {  // the stages of decode attention
     AttentionTimes(budget);
     AttentionStreamRates(budget);
@@ -367,12 +374,12 @@ int main(int argc, char** argv) {
   }
   // The packed q4_0 kernel at m = 8 (k = 2048, TinyLlama's dim): 256 rows (288 KiB) stay in L2; ffn_gate's
   // 5632 rows, copies rotated past the L3, stream from DRAM: the gap is what the memory side costs a pass.
-  PackedM8Rates(GgmlType::kQ4_0, 256, 1, "in L2", budget);
-  PackedM8Rates(GgmlType::kQ4_0, 5632, 0, "from DRAM", budget);
+  PackedRates(GgmlType::kQ4_0, 8, 256, 1, "in L2", budget);
+  PackedRates(GgmlType::kQ4_0, 8, 5632, 0, "from DRAM", budget);
   // The other packed types the same way: q8_0, and the k-quants of the Q4_K_M mix.
   for (GgmlType t : {GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
-    PackedM8Rates(t, 256, 1, "in L2", budget);
-    PackedM8Rates(t, 5632, 0, "from DRAM", budget);
+    PackedRates(t, 8, 256, 1, "in L2", budget);
+    PackedRates(t, 8, 5632, 0, "from DRAM", budget);
   }
 
   if (verify_only) return 0;

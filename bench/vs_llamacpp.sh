@@ -12,6 +12,9 @@
 # --verify K adds a row per model and thread count: the cost of one forward pass over K tokens (the verify
 # step of speculative decoding) in decode steps, K x tg t/s / ppK t/s, for each engine from the same run
 # (lower is better; the ratio column is edgedecode's cost / llama.cpp's).
+# Decode rows also give llama.cpp's own share of the roofline (its t/s over the roofline edgedecode's bench
+# measured right after it, in the same rep) and the ratio bound: 100% / that share, the most any engine
+# could decode faster than llama.cpp at the bandwidth of those reps.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${EDGEDECODE_BIN:-$here/build/edgedecode}
@@ -61,13 +64,13 @@ model_for() {
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
-echo "| model | threads | test | llama.cpp t/s | edgedecode t/s | ratio | edgedecode % of roofline |"
-echo "|---|---|---|---|---|---|---|"
+echo "| model | threads | test | llama.cpp t/s | edgedecode t/s | ratio | edgedecode % of roofline | llama.cpp % of roofline | ratio bound |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for t in $types; do
   f=$(model_for "$t")
   for th in $threads; do
     for test in pp tg; do
-      ours=(); theirs=(); roof=()
+      ours=(); theirs=(); roof=(); peer_roof=()
       for ((r = 0; r < reps; r++)); do
         if [[ $test == pp ]]; then
           x=$("$peer" -m "$f" -p $pp -n 0 -t "$th" -r 1 -o json | grep -o '"avg_ts": *[0-9.e+-]*' | head -1 | grep -o '[0-9.e+-]*$')
@@ -77,14 +80,19 @@ for t in $types; do
           line=$("$bin" bench -m "$f" -p 0 -n $tg -t "$th" -r 1 --json | grep '"tg')
           y=$(grep -o '"tps_median":[0-9.e+-]*' <<<"$line" | cut -d: -f2)
           roof+=("$(grep -o '"roofline_pct":[0-9.e+-]*' <<<"$line" | cut -d: -f2)")
+          rt=$(grep -o '"roofline_tps":[0-9.e+-]*' <<<"$line" | cut -d: -f2)
+          peer_roof+=("$(awk -v x="$x" -v r="${rt:-0}" 'BEGIN {print (r > 0 ? 100 * x / r : 0)}')")
         fi
         theirs+=("$x"); ours+=("$y")
       done
       mt=$(printf '%s\n' "${theirs[@]}" | median); mo=$(printf '%s\n' "${ours[@]}" | median)
       mr=""; ((${#roof[@]})) && mr=$(printf '%s\n' "${roof[@]}" | median)
+      mp=""; ((${#peer_roof[@]})) && mp=$(printf '%s\n' "${peer_roof[@]}" | median)
+      bound=""; [[ -n $mp ]] && bound=$(awk -v p="$mp" 'BEGIN {if (p > 0) printf "%.2f", 100 / p}')
       name=$([[ $test == pp ]] && echo "pp$pp" || echo "tg$tg")
-      printf "| %s %s | %s | %s | %.2f | %.2f | %.2f | %s |\n" "$preset" "$t" "$th" "$name" "$mt" "$mo" \
-        "$(awk -v a="$mo" -v b="$mt" 'BEGIN {print (b > 0 ? a / b : 0)}')" "${mr:+$(printf '%.0f%%' "$mr")}"
+      printf "| %s %s | %s | %s | %.2f | %.2f | %.2f | %s | %s | %s |\n" "$preset" "$t" "$th" "$name" "$mt" "$mo" \
+        "$(awk -v a="$mo" -v b="$mt" 'BEGIN {print (b > 0 ? a / b : 0)}')" "${mr:+$(printf '%.0f%%' "$mr")}" \
+        "${mp:+$(printf '%.0f%%' "$mp")}" "$bound"
     done
     if ((verify > 0)); then
       ours=(); theirs=()
@@ -98,7 +106,7 @@ for t in $types; do
         ours+=("$(awk -v k="$verify" -v p="$p" -v g="$g" 'BEGIN {print k * g / p}')")
       done
       mt=$(printf '%s\n' "${theirs[@]}" | median); mo=$(printf '%s\n' "${ours[@]}" | median)
-      printf "| %s %s | %s | verify%s (x decode step) | %.2fx | %.2fx | %.2f |  |\n" "$preset" "$t" "$th" "$verify" \
+      printf "| %s %s | %s | verify%s (x decode step) | %.2fx | %.2fx | %.2f |  |  |  |\n" "$preset" "$t" "$th" "$verify" \
         "$mt" "$mo" "$(awk -v a="$mo" -v b="$mt" 'BEGIN {print (b > 0 ? a / b : 0)}')"
     fi
   done
