@@ -9,6 +9,7 @@
 // not, and pauses where it cannot pay.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -61,6 +62,8 @@ class SchedulerSpec : public ::testing::Test {
     delete target_;
     delete random_;
     delete gemma_;
+    for (const char* name : {"random_draft.json", "random_draft.gguf", "serve_gemma3.json", "serve_gemma3.gguf"})
+      std::remove((::testing::TempDir() + "/" + name).c_str());
   }
 
   // Greedy answers of kTokens to `prompts` (one slot each, at once) from a scheduler with `draft` drafting
