@@ -136,7 +136,7 @@ double Rate(size_t bytes, double budget, F fn, bool median = false) {
   return bytes / (median ? t[t.size() / 2] : t.front()) / 1e9;
 }
 
-// Median GMAC/s of the packed kernel of type t at m = 8 on `rows` x 2048, per ISA that packs t, over
+// Median GMAC/s of the packed kernel of type t at m = kM on `rows` x 2048, per ISA that packs t, over
 // `copies` copies of the matrix used in turn (0: enough to exceed the L3), printed as "weights <where>".
 // The copies sit in 2 MiB pages where the kernel allows, as the runtime's packed copy does.
 void PackedRates(GgmlType t, int kM, int64_t rows, int copies, const char* where, double budget) {
